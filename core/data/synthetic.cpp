@@ -1,0 +1,143 @@
+#include "data/synthetic.h"
+
+#include <cmath>
+
+#include "common/errors.h"
+#include "data/random.h"
+
+namespace tl {
+namespace {
+
+ParamSpec intSpec(const char* name, double min, double max, long long def, const char* description,
+                  double uiMax = 0) {
+  ParamSpec s;
+  s.name = name;
+  s.type = ParamType::Int;
+  s.min = min;
+  s.max = max;
+  s.defaultValue = def;
+  s.description = description;
+  if (uiMax > 0) {
+    s.uiMin = min;
+    s.uiMax = uiMax;
+  }
+  return s;
+}
+
+ParamSpec realSpec(const char* name, double min, double max, double def, const char* description) {
+  ParamSpec s;
+  s.name = name;
+  s.type = ParamType::Real;
+  s.min = min;
+  s.max = max;
+  s.defaultValue = def;
+  s.description = description;
+  return s;
+}
+
+// Uniform direction on the sphere S^2.
+Eigen::Vector3d randomDirection(SeededRandom& rng) {
+  Eigen::Vector3d z(rng.normal(), rng.normal(), rng.normal());
+  const double norm = z.norm();
+  return norm > 0 ? Eigen::Vector3d(z / norm) : Eigen::Vector3d(1, 0, 0);
+}
+
+Eigen::Vector3d samplePoint(const std::string& shape, SeededRandom& rng) {
+  if (shape == "sphere") return randomDirection(rng);
+  if (shape == "torus") {
+    // Major radius 1, minor radius 0.35, angles uniform (a slight density bias toward the inner ring is fine).
+    const double a = 2 * M_PI * rng.uniform(), b = 2 * M_PI * rng.uniform();
+    const double ring = 1.0 + 0.35 * std::cos(b);
+    return {ring * std::cos(a), ring * std::sin(a), 0.35 * std::sin(b)};
+  }
+  if (shape == "two-clusters") {
+    const double side = rng.uniform() < 0.5 ? -1.0 : 1.0;
+    return Eigen::Vector3d(side * 0.8, 0, 0) + 0.25 * Eigen::Vector3d(rng.normal(), rng.normal(), rng.normal());
+  }
+  // noisy-line: along the diagonal direction, points in [-1, 1].
+  const double s = 2 * rng.uniform() - 1;
+  return s * Eigen::Vector3d(1, 1, 1).normalized();
+}
+
+}  // namespace
+
+ParamSchema gaussianSchema() {
+  return ParamSchema({
+      intSpec("n", 1, 200000, 256, "number of tokens (queries = keys = n)", 2048),
+      intSpec("d", 1, 4096, 64, "head dimension", 256),
+      realSpec("spread", 0, 100, 1.0, "standard deviation of tokens around their cluster centre"),
+      realSpec("offset", -100, 100, 0.0, "mean offset between queries and keys (along the normalised all-ones direction)"),
+      intSpec("clusters", 1, 1000, 1, "number of Gaussian clusters shared by queries and keys", 32),
+      intSpec("seed", 0, 2147483647, 0, "random seed: the same seed gives the same input, bit for bit", 1000),
+  });
+}
+
+AttentionInput<double> generateGaussian(const ParamSet& p) {
+  const auto n = Eigen::Index(getInt(p, "n")), d = Eigen::Index(getInt(p, "d"));
+  const auto clusters = Eigen::Index(getInt(p, "clusters"));
+  const double spread = getReal(p, "spread"), offset = getReal(p, "offset");
+  SeededRandom rng(uint64_t(getInt(p, "seed")));
+
+  MatD centres(clusters, d);
+  for (Eigen::Index c = 0; c < clusters; ++c)
+    for (Eigen::Index k = 0; k < d; ++k) centres(c, k) = clusters > 1 ? rng.normal() : 0.0;
+  const Eigen::RowVectorXd shift = Eigen::RowVectorXd::Constant(d, offset / std::sqrt(double(d)));
+
+  auto sample = [&](bool isKey) {
+    MatD m(n, d);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const Eigen::Index c = i % clusters;
+      for (Eigen::Index k = 0; k < d; ++k) m(i, k) = centres(c, k) + spread * rng.normal();
+      if (isKey) m.row(i) += shift;
+    }
+    return m;
+  };
+  AttentionInput<double> in;
+  in.Q = sample(false);
+  in.K = sample(true);
+  MatD V(n, d);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index k = 0; k < d; ++k) V(i, k) = rng.normal();
+  in.V = std::move(V);
+  return in;
+}
+
+ParamSchema cloudSchema() {
+  ParamSpec shape;
+  shape.name = "shape";
+  shape.type = ParamType::Choice;
+  shape.choices = {"sphere", "torus", "two-clusters", "noisy-line"};
+  shape.defaultValue = std::string("torus");
+  shape.description = "the 3-D shape queries and keys are sampled from";
+  return ParamSchema({
+      shape,
+      intSpec("n", 1, 200000, 300, "number of points on each side", 2048),
+      realSpec("noise", 0, 10, 0.05, "standard deviation of Gaussian noise added to every point"),
+      realSpec("offset", -10, 10, 0.0, "translation of the keys along x"),
+      intSpec("seed", 0, 2147483647, 0, "random seed: the same seed gives the same input, bit for bit", 1000),
+  });
+}
+
+AttentionInput<double> generateCloud(const ParamSet& p) {
+  const auto n = Eigen::Index(getInt(p, "n"));
+  const std::string shape = getString(p, "shape");
+  const double noise = getReal(p, "noise"), offset = getReal(p, "offset");
+  SeededRandom rng(uint64_t(getInt(p, "seed")));
+  auto sample = [&](double shiftX) {
+    MatD m(n, 3);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      Eigen::Vector3d x = samplePoint(shape, rng);
+      x += noise * Eigen::Vector3d(rng.normal(), rng.normal(), rng.normal());
+      x.x() += shiftX;
+      m.row(i) = x.transpose();
+    }
+    return m;
+  };
+  AttentionInput<double> in;
+  in.Q = sample(0.0);
+  in.K = sample(offset);
+  in.V = in.K;
+  return in;
+}
+
+}  // namespace tl

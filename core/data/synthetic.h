@@ -1,0 +1,19 @@
+#pragma once
+// Seeded synthetic inputs (registered in syntheticGenerators(), data/source.h).
+#include "common/attention_input.h"
+#include "common/params.h"
+
+namespace tl {
+
+// Gaussian queries/keys: `clusters` centres drawn N(0, I_d); each token = its centre + spread·N(0, I_d);
+// keys are shifted by `offset` along the all-ones direction (normalised). V ~ N(0, I_d).
+AttentionInput<double> generateGaussian(const ParamSet& params);
+ParamSchema gaussianSchema();
+
+// 3-D point clouds: queries and keys are two independent samples of the same shape (so a plan can be
+// drawn in space), keys translated by `offset` along x; V = K, so the output A·V is where each query
+// is transported to (its barycentric projection).
+AttentionInput<double> generateCloud(const ParamSet& params);
+ParamSchema cloudSchema();
+
+}  // namespace tl

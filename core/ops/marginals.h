@@ -1,0 +1,30 @@
+#pragma once
+// Marginal errors from row/column sums against declared targets (attention scale; spec/README.md errata 2).
+#include "common/matrix.h"
+#include "ops/plan_result.h"
+
+namespace tl {
+
+struct SideError {
+  double max = 0, mean = 0;
+};
+
+// max and mean of |sums − target| over one side (rows or columns).
+template <class T>
+SideError sideError(const Vec<T>& sums, const Vec<T>& target) {
+  SideError e;
+  if (sums.size() == 0) return e;
+  const auto dev = (sums - target).array().abs().template cast<double>();
+  e.max = dev.maxCoeff();
+  e.mean = dev.mean();
+  return e;
+}
+
+template <class T>
+MarginalErrors marginalErrorsFromSums(const Vec<T>& rowSums, const Vec<T>& rowTarget, const Vec<T>& colSums,
+                                      const Vec<T>& colTarget) {
+  const SideError rows = sideError(rowSums, rowTarget), cols = sideError(colSums, colTarget);
+  return {rows.max, rows.mean, cols.max, cols.mean};
+}
+
+}  // namespace tl

@@ -1,0 +1,24 @@
+#pragma once
+// Row softmax attention A = softmax_j(S_ij), which is exactly the T=1 Sinkhorn (and computed as such).
+// Duals in score coordinates: u_i = log(1/n_q) − LSE_j S_ij, v = 0 on valid keys.
+#include "common/attention_input.h"
+#include "common/feedback.h"
+#include "ops/mask_mode.h"
+#include "ops/plan_result.h"
+
+namespace tl {
+
+class OperatorRegistry;
+
+struct SoftmaxParams {
+  MaskMode maskMode = MaskMode::Subsequence;
+  static SoftmaxParams from(const ParamSet& params);
+};
+
+template <class T>
+PlanResult<T> softmaxAttention(const AttentionInput<T>& input, const SoftmaxParams& params,
+                               Feedback& feedback = noFeedback());
+
+void registerSoftmax(OperatorRegistry& registry);
+
+}  // namespace tl

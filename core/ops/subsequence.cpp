@@ -1,0 +1,91 @@
+#include "ops/subsequence.h"
+
+#include <limits>
+#include <vector>
+
+namespace tl {
+namespace {
+
+std::vector<Eigen::Index> validIndices(const Mask& mask) {
+  std::vector<Eigen::Index> idx;
+  for (Eigen::Index i = 0; i < mask.size(); ++i)
+    if (mask(i)) idx.push_back(i);
+  return idx;
+}
+
+template <class T>
+Mat<T> takeRows(const Mat<T>& m, const std::vector<Eigen::Index>& rows) {
+  Mat<T> out(Eigen::Index(rows.size()), m.cols());
+  for (size_t r = 0; r < rows.size(); ++r) out.row(Eigen::Index(r)) = m.row(rows[r]);
+  return out;
+}
+
+// Scatters a length-n_valid vector into length n, filling padded slots with `fill`.
+template <class T>
+Vec<T> scatter(const Vec<T>& sub, const std::vector<Eigen::Index>& idx, Eigen::Index n, T fill) {
+  Vec<T> out = Vec<T>::Constant(n, fill);
+  for (size_t r = 0; r < idx.size(); ++r) out(idx[r]) = sub(Eigen::Index(r));
+  return out;
+}
+
+// Scatters the columns of a history matrix (one row per step).
+template <class T>
+Mat<T> scatterColumns(const Mat<T>& sub, const std::vector<Eigen::Index>& idx, Eigen::Index n, T fill) {
+  Mat<T> out = Mat<T>::Constant(sub.rows(), n, fill);
+  for (size_t c = 0; c < idx.size(); ++c) out.col(idx[c]) = sub.col(Eigen::Index(c));
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFunction<T>& run) {
+  if (!input.mask || input.mask->all()) {
+    AttentionInput<T> unmasked = input;
+    unmasked.mask.reset();
+    return run(unmasked);
+  }
+  const auto idx = validIndices(*input.mask);
+  const Eigen::Index n = input.K.rows();
+  AttentionInput<T> sub;
+  sub.Q = takeRows(input.Q, idx);
+  sub.K = takeRows(input.K, idx);
+  if (input.V) sub.V = takeRows(*input.V, idx);
+
+  PlanResult<T> r = run(sub);
+  const T negInf = -std::numeric_limits<T>::infinity();
+
+  PlanResult<T> out;
+  out.plan = Mat<T>::Zero(n, n);
+  for (size_t a = 0; a < idx.size(); ++a)
+    for (size_t b = 0; b < idx.size(); ++b) out.plan(idx[a], idx[b]) = r.plan(Eigen::Index(a), Eigen::Index(b));
+  if (r.output) {
+    out.output = Mat<T>::Zero(n, r.output->cols());
+    for (size_t a = 0; a < idx.size(); ++a) out.output->row(idx[a]) = r.output->row(Eigen::Index(a));
+  }
+  // Padded tokens carry no mass: -inf duals (zero marginal), never -inf with a log-0 marginal elsewhere.
+  if (r.u.size()) out.u = scatter<T>(r.u, idx, n, negInf);
+  if (r.v.size()) out.v = scatter<T>(r.v, idx, n, negInf);
+  if (r.uHistory.size()) out.uHistory = scatterColumns<T>(r.uHistory, idx, n, negInf);
+  if (r.vHistory.size()) out.vHistory = scatterColumns<T>(r.vHistory, idx, n, negInf);
+  out.rowTarget = scatter<T>(r.rowTarget, idx, n, T(0));
+  out.colTarget = scatter<T>(r.colTarget, idx, n, T(0));
+  // Padded rows/columns are exactly 0 = their target, so maxima stay and means are diluted by n_valid/n.
+  const double share = double(idx.size()) / double(n);
+  auto widen = [share](MarginalErrors e) {
+    e.rowMean *= share;
+    e.colMean *= share;
+    return e;
+  };
+  for (const auto& e : r.errorHistory) out.errorHistory.push_back(widen(e));
+  out.errors = widen(r.errors);
+  out.massMismatch = r.massMismatch;
+  out.seconds = r.seconds;
+  out.extras = std::move(r.extras);
+  return out;
+}
+
+template PlanResult<float> runOnValidSubsequence(const AttentionInput<float>&, const PlanFunction<float>&);
+template PlanResult<double> runOnValidSubsequence(const AttentionInput<double>&, const PlanFunction<double>&);
+
+}  // namespace tl

@@ -1,0 +1,138 @@
+#include "session/engine.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "common/errors.h"
+
+namespace tl {
+
+PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<double>& input, Precision precision,
+                               Feedback& feedback) {
+  const auto op = OperatorRegistry::builtin().create(spec);
+  if (precision == Precision::F64) return op->run(input, feedback);
+  return op->run(input.cast<float>(), feedback).cast<double>();
+}
+
+namespace {
+SessionResult runOn(const Session& session, std::shared_ptr<const AttentionInput<double>> input, Feedback& feedback) {
+  SessionResult r;
+  r.session = session;
+  r.input = std::move(input);
+  const size_t count = session.operators.size();
+  for (size_t i = 0; i < count; ++i) {
+    feedback.throwIfCanceled();
+    feedback.setProgress(double(i) / double(count), session.operators[i].family);
+    r.runs.push_back({session.operators[i], runOperator(session.operators[i], *r.input, session.precision, feedback)});
+  }
+  feedback.setProgress(1.0, "done");
+  return r;
+}
+
+// Files may change on disk between requests; their modification times are part of the cache key.
+std::string sourceKey(const SourceSpec& s) {
+  std::string key = s.toString();
+  if (s.kind == SourceSpec::Kind::Files) {
+    for (const auto* path : {&s.q, &s.k, &s.v, &s.mask}) {
+      std::error_code ec;
+      if (!path->empty()) key += "|" + std::to_string(std::filesystem::last_write_time(*path, ec).time_since_epoch().count());
+    }
+  }
+  return key;
+}
+}  // namespace
+
+SessionResult runSession(const Session& session, Feedback& feedback) {
+  const auto start = std::chrono::steady_clock::now();
+  SessionResult r = runOn(session, std::make_shared<const AttentionInput<double>>(loadSource(session.source)), feedback);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+Engine::Engine(ResultFn onResult, ErrorFn onError, ProgressFn onProgress)
+    : onResult_(std::move(onResult)), onError_(std::move(onError)), onProgress_(std::move(onProgress)),
+      worker_([this] { workerLoop(); }) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    pending_.reset();
+    if (running_) running_->cancel();
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+uint64_t Engine::submit(const Session& session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t id = nextId_++;
+  latestId_ = id;
+  pending_ = std::make_pair(id, session);
+  if (running_) running_->cancel();  // the newest parameters win
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::cancelAll() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.reset();
+  latestId_ = nextId_++;  // nothing submitted so far is current any more
+  if (running_) running_->cancel();
+}
+
+bool Engine::busy() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return working_ || pending_.has_value();
+}
+
+std::shared_ptr<const AttentionInput<double>> Engine::inputFor(const SourceSpec& source) {
+  const std::string key = sourceKey(source);
+  if (cachedInput_ && key == cachedSourceKey_) return cachedInput_;
+  cachedInput_ = std::make_shared<const AttentionInput<double>>(loadSource(source));
+  cachedSourceKey_ = key;
+  return cachedInput_;
+}
+
+void Engine::workerLoop() {
+  for (;;) {
+    uint64_t id;
+    Session session;
+    std::shared_ptr<Feedback> feedback;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
+      if (stopping_) return;
+      id = pending_->first;
+      session = std::move(pending_->second);
+      pending_.reset();
+      feedback = std::make_shared<Feedback>([this, id](double f, const std::string& stage) {
+        if (onProgress_) onProgress_(id, f, stage);
+      });
+      running_ = feedback;
+      working_ = true;
+    }
+    auto isCurrent = [this, id] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return id == latestId_;
+    };
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      auto result = std::make_shared<SessionResult>(runOn(session, inputFor(session.source), *feedback));
+      result->requestId = id;
+      result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (isCurrent()) onResult_(std::move(result));
+    } catch (const Canceled&) {
+      // Superseded or cancelled: nobody waits for this result.
+    } catch (const std::bad_alloc&) {
+      if (isCurrent()) onError_(id, "out of memory while computing; reduce n");
+    } catch (const std::exception& e) {
+      if (isCurrent()) onError_(id, e.what());
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.reset();
+    working_ = false;
+  }
+}
+
+}  // namespace tl

@@ -1,0 +1,79 @@
+#pragma once
+// Runs a Session into results: loads the source, runs each operator in the session's precision, and
+// returns double-precision results for views. `Engine` does it on its own worker thread; a newer request
+// supersedes an older one (the running one is cancelled, a pending one dropped), so sliders stay live.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common/feedback.h"
+#include "session/session.h"
+
+namespace tl {
+
+struct OperatorRun {
+  OperatorSpec spec;
+  PlanResult<double> result;  // computed in the session's precision, widened for display and analysis
+};
+
+struct SessionResult {
+  uint64_t requestId = 0;
+  Session session;
+  std::shared_ptr<const AttentionInput<double>> input;
+  std::vector<OperatorRun> runs;
+  double seconds = 0;  // source + all operators
+};
+
+// Synchronous: what the CLI and tests call. Throws tl::Error on failure, Canceled when canceled.
+SessionResult runSession(const Session& session, Feedback& feedback = noFeedback());
+// Runs one operator on an input in the requested precision.
+PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<double>& input, Precision precision,
+                               Feedback& feedback = noFeedback());
+
+class Engine {
+ public:
+  using ResultFn = std::function<void(std::shared_ptr<const SessionResult>)>;
+  using ErrorFn = std::function<void(uint64_t requestId, const std::string& message)>;
+  using ProgressFn = std::function<void(uint64_t requestId, double fraction, const std::string& stage)>;
+
+  // Callbacks run on the worker thread; a GUI forwards them to its own thread.
+  Engine(ResultFn onResult, ErrorFn onError, ProgressFn onProgress = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Returns the request id. Results of requests superseded before they finish are dropped; a result that
+  // was finishing at the moment of a new submit may still arrive, so receivers compare ids.
+  uint64_t submit(const Session& session);
+  void cancelAll();
+  bool busy() const;
+
+ private:
+  void workerLoop();
+  std::shared_ptr<const AttentionInput<double>> inputFor(const SourceSpec& source);
+
+  ResultFn onResult_;
+  ErrorFn onError_;
+  ProgressFn onProgress_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<std::pair<uint64_t, Session>> pending_;
+  std::shared_ptr<Feedback> running_;
+  uint64_t nextId_ = 1;
+  uint64_t latestId_ = 0;
+  bool working_ = false;
+  bool stopping_ = false;
+
+  // The last loaded input, reused while the source is unchanged (slider moves only change operators).
+  std::string cachedSourceKey_;
+  std::shared_ptr<const AttentionInput<double>> cachedInput_;
+
+  std::thread worker_;
+};
+
+}  // namespace tl

@@ -1,0 +1,160 @@
+#include "session/session.h"
+
+#include <filesystem>
+
+#include "common/errors.h"
+#include "io/atomic_file.h"
+
+namespace tl {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Precision parsePrecision(const std::string& text) {
+  if (text == "f64") return Precision::F64;
+  if (text == "f32") return Precision::F32;
+  throw InvalidArgument("precision '" + text + "' is not valid; expected f64 or f32");
+}
+
+const char* precisionName(Precision p) { return p == Precision::F64 ? "f64" : "f32"; }
+
+namespace {
+
+json paramsToJson(const ParamSet& params) {
+  json j = json::object();
+  for (const auto& [name, value] : params) std::visit([&](const auto& v) { j[name] = v; }, value);
+  return j;
+}
+
+ParamSet paramsFromJson(const json& j, const std::string& owner) {
+  if (!j.is_object()) throw InvalidArgument("session: parameters of " + owner + " must be a JSON object");
+  ParamSet p;
+  for (const auto& [name, value] : j.items()) {
+    if (value.is_boolean()) p[name] = value.get<bool>();
+    else if (value.is_number_integer()) p[name] = value.get<long long>();
+    else if (value.is_number()) p[name] = value.get<double>();
+    else if (value.is_string()) p[name] = value.get<std::string>();
+    else throw InvalidArgument("session: parameter '" + name + "' of " + owner + " must be a number, boolean or string");
+  }
+  return p;
+}
+
+std::string resolvePath(const std::string& path, const std::string& baseDir) {
+  if (path.empty() || baseDir.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(baseDir) / path).lexically_normal().string();
+}
+
+// Paths inside the session's folder are stored relative to it, so a folder of session + data can move.
+std::string relativeTo(const std::string& path, const std::string& baseDir) {
+  if (path.empty() || baseDir.empty()) return path;
+  const fs::path rel = fs::absolute(path).lexically_normal().lexically_relative(fs::absolute(baseDir).lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") return path;
+  return rel.string();
+}
+
+json sourceToJson(const SourceSpec& s, const std::string& baseDir) {
+  if (s.kind == SourceSpec::Kind::Synthetic)
+    return {{"kind", "synthetic"}, {"generator", s.generator}, {"params", paramsToJson(s.params)}};
+  return {{"kind", "files"},
+          {"q", relativeTo(s.q, baseDir)},
+          {"k", relativeTo(s.k, baseDir)},
+          {"v", relativeTo(s.v, baseDir)},
+          {"mask", relativeTo(s.mask, baseDir)}};
+}
+
+SourceSpec sourceFromJson(const json& j, const std::string& baseDir) {
+  SourceSpec s;
+  const std::string kind = j.value("kind", "");
+  if (kind == "synthetic") {
+    s.kind = SourceSpec::Kind::Synthetic;
+    s.generator = j.value("generator", "");
+    const auto& gen = syntheticGenerator(s.generator);
+    s.params = gen.schema.resolve(paramsFromJson(j.value("params", json::object()), s.generator),
+                                  "synthetic:" + s.generator);
+  } else if (kind == "files") {
+    s.kind = SourceSpec::Kind::Files;
+    s.q = resolvePath(j.value("q", ""), baseDir);
+    s.k = resolvePath(j.value("k", ""), baseDir);
+    s.v = resolvePath(j.value("v", ""), baseDir);
+    s.mask = resolvePath(j.value("mask", ""), baseDir);
+    if (s.q.empty() || s.k.empty()) throw InvalidArgument("session: a files source needs q and k paths");
+  } else {
+    throw InvalidArgument("session: source kind '" + kind + "' is not valid; expected synthetic or files");
+  }
+  return s;
+}
+
+json toJsonWithBase(const Session& s, const std::string& baseDir) {
+  json ops = json::array();
+  for (const auto& op : s.operators) ops.push_back({{"family", op.family}, {"params", paramsToJson(op.params)}});
+  return {{"format", Session::kFormatName},
+          {"version", Session::kFormatVersion},
+          {"source", sourceToJson(s.source, baseDir)},
+          {"precision", precisionName(s.precision)},
+          {"operators", ops},
+          {"views", s.views},
+          {"view_state", s.viewState},
+          {"export",
+           {{"formats", s.exportSettings.formats},
+            {"width", s.exportSettings.width},
+            {"height", s.exportSettings.height},
+            {"scale", s.exportSettings.scale}}}};
+}
+
+}  // namespace
+
+json Session::toJson() const { return toJsonWithBase(*this, ""); }
+
+Session Session::fromJson(const json& j, const std::string& baseDir) {
+  if (!j.is_object() || j.value("format", "") != kFormatName)
+    throw InvalidArgument(std::string("not a TransportLens session (missing \"format\": \"") + kFormatName + "\")");
+  const int version = j.value("version", 0);
+  if (version > kFormatVersion)
+    throw InvalidArgument("session format version " + std::to_string(version) +
+                          " is newer than this TransportLens understands (" + std::to_string(kFormatVersion) +
+                          "); update TransportLens");
+  if (version < 1) throw InvalidArgument("session has no valid \"version\"");
+  try {
+    Session s;
+    s.source = sourceFromJson(j.at("source"), baseDir);
+    s.precision = parsePrecision(j.value("precision", "f64"));
+    s.operators.clear();
+    for (const auto& op : j.value("operators", json::array())) {
+      const std::string family = op.value("family", "");
+      s.operators.push_back(
+          OperatorRegistry::builtin().resolve(family, paramsFromJson(op.value("params", json::object()), family)));
+    }
+    if (s.operators.empty()) throw InvalidArgument("session lists no operators");
+    s.views = j.value("views", s.views);
+    s.viewState = j.value("view_state", json::object());
+    const json ex = j.value("export", json::object());
+    s.exportSettings.formats = ex.value("formats", s.exportSettings.formats);
+    s.exportSettings.width = ex.value("width", s.exportSettings.width);
+    s.exportSettings.height = ex.value("height", s.exportSettings.height);
+    s.exportSettings.scale = ex.value("scale", s.exportSettings.scale);
+    return s;
+  } catch (const json::exception& e) {
+    throw InvalidArgument(std::string("session: ") + e.what());
+  }
+}
+
+void Session::save(const std::string& path) const {
+  const std::string baseDir = fs::absolute(path).parent_path().string();
+  writeFileAtomically(path, toJsonWithBase(*this, baseDir).dump(2) + "\n");
+}
+
+Session Session::load(const std::string& path) {
+  const std::string text = readFile(path);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw FileError(path + ": not a valid session file (JSON error: " + e.what() + ")");
+  }
+  try {
+    return fromJson(j, fs::absolute(path).parent_path().string());
+  } catch (const InvalidArgument& e) {
+    throw FileError(path + ": " + e.what());
+  }
+}
+
+}  // namespace tl

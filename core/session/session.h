@@ -1,0 +1,43 @@
+#pragma once
+// A Session describes what to compute and show: source, operators with parameters, views, export
+// settings. It is the unit the GUI saves, `tlens render` replays, and the Engine runs. JSON with a
+// format version; view state is opaque to core (each view saves and restores its own block).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/source.h"
+#include "ops/registry.h"
+
+namespace tl {
+
+enum class Precision { F64, F32 };
+Precision parsePrecision(const std::string& text);  // "f64" | "f32"
+const char* precisionName(Precision p);
+
+struct ExportSettings {
+  std::vector<std::string> formats{"png", "svg", "pdf"};
+  int width = 1200, height = 900;  // pixels for raster output
+  double scale = 2.0;              // raster supersampling for publication-resolution PNGs
+};
+
+struct Session {
+  static constexpr int kFormatVersion = 1;
+  static constexpr const char* kFormatName = "transportlens-session";
+
+  SourceSpec source;
+  Precision precision = Precision::F64;
+  std::vector<OperatorSpec> operators;  // operators[0] is the primary one; more for compare mode
+  std::vector<std::string> views{"plan", "convergence", "cloud3d"};
+  nlohmann::json viewState = nlohmann::json::object();  // per-view blocks, written by widgets
+  ExportSettings exportSettings;
+
+  nlohmann::json toJson() const;
+  // Relative file paths in the source resolve against `baseDir` (the session file's folder).
+  static Session fromJson(const nlohmann::json& json, const std::string& baseDir = "");
+  void save(const std::string& path) const;  // atomic
+  static Session load(const std::string& path);  // FileError for unreadable/corrupt files
+};
+
+}  // namespace tl
