@@ -22,7 +22,7 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift) {
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
     row = X.row(i).array() + colShift.transpose().array();
     const T m = safeMax(row.maxCoeff());
-    out(i) = m + std::log((row - m).exp().sum());
+    out(i) = m + std::log(exactExp(row - m).sum());
   }
   return out;
 }
@@ -34,7 +34,7 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
   for (Eigen::Index i = 0; i < X.rows(); ++i) colMax = colMax.max(X.row(i).array() + rowShift(i));
   colMax = (colMax == negInf).select(T(0), colMax);
   Eigen::Array<T, 1, Eigen::Dynamic> sum = Eigen::Array<T, 1, Eigen::Dynamic>::Zero(X.cols());
-  for (Eigen::Index i = 0; i < X.rows(); ++i) sum += (X.row(i).array() + rowShift(i) - colMax).exp();
+  for (Eigen::Index i = 0; i < X.rows(); ++i) sum += exactExp(X.row(i).array() + rowShift(i) - colMax);
   return (colMax + sum.log()).transpose().matrix();
 }
 

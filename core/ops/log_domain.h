@@ -2,9 +2,19 @@
 // Log-sum-exp along rows and columns of the scaled score matrix X = S/eps, with per-column (resp. per-row)
 // potentials added in the exponent. Shared by every Sinkhorn-type half-step and c-transform.
 // -inf entries (masked keys) are safe: an all -inf set uses max 0 (spec/README.md errata 1), giving -inf.
+#include <limits>
+
 #include "common/matrix.h"
 
 namespace tl {
+
+// exp that maps -inf to exactly 0. Eigen 3.4's vectorised exp returns a denormal (~5.6e-309 in double,
+// ~2.9e-39 in float) for -inf under AVX, which would leave masked plan entries and targets "almost 0".
+template <class Derived>
+auto exactExp(const Eigen::ArrayBase<Derived>& x) {
+  using T = typename Derived::Scalar;
+  return (x == -std::numeric_limits<T>::infinity()).select(T(0), x.exp());
+}
 
 // out_i = log sum_j exp(X_ij + colShift_j)
 template <class T>

@@ -47,8 +47,8 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
 
   PlanResult<T> r;
   // Attention scale A = n_q·P: rows target n_q·mu = 1, columns n_q·nu (1 when square and unpadded).
-  r.rowTarget = (logMu.array().exp() * T(nq)).matrix();
-  r.colTarget = (logNu.array().exp() * T(nq)).matrix();
+  r.rowTarget = (exactExp(logMu.array()) * T(nq)).matrix();
+  r.colTarget = (exactExp(logNu.array()) * T(nq)).matrix();
   r.massMismatch = std::abs(r.rowTarget.sum() - r.colTarget.sum()) > 1e-6 * double(nq);
 
   Vec<T> ut = Vec<T>::Zero(nq);
@@ -65,19 +65,19 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
     if (rowStep) {
       const Vec<T> R = rowLogSumExp(X, vt);  // row sums of plan t-1: n_q·exp(ut + R)
       if (t > 1) {
-        setRowError(r.errorHistory[t - 2], sideError<T>(scale * (ut + R).array().exp().matrix(), r.rowTarget));
+        setRowError(r.errorHistory[t - 2], sideError<T>(scale * exactExp((ut + R).array()).matrix(), r.rowTarget));
       }
       if (t > p.T) break;
       ut = logMu - R;  // row closure: source c-transform of v
-      setRowError(r.errorHistory[t - 1], sideError<T>(scale * (ut + R).array().exp().matrix(), r.rowTarget));
+      setRowError(r.errorHistory[t - 1], sideError<T>(scale * exactExp((ut + R).array()).matrix(), r.rowTarget));
     } else {
       const Vec<T> C = colLogSumExp(X, ut);  // column sums of plan t-1: n_q·exp(vt + C)
       if (t > 1) {
-        setColError(r.errorHistory[t - 2], sideError<T>(scale * (vt + C).array().exp().matrix(), r.colTarget));
+        setColError(r.errorHistory[t - 2], sideError<T>(scale * exactExp((vt + C).array()).matrix(), r.colTarget));
       }
       if (t > p.T) break;
       vt = logNu - C;  // column closure: key c-transform of u (-inf stays on padded keys)
-      setColError(r.errorHistory[t - 1], sideError<T>(scale * (vt + C).array().exp().matrix(), r.colTarget));
+      setColError(r.errorHistory[t - 1], sideError<T>(scale * exactExp((vt + C).array()).matrix(), r.colTarget));
     }
     r.uHistory.row(t - 1) = (eps * ut).transpose();
     r.vHistory.row(t - 1) = (eps * vt).transpose();
@@ -87,7 +87,7 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   r.u = eps * ut;
   r.v = eps * vt;
   // A = n_q·exp(X + ut ⊕ vt); -inf potentials give exact zeros.
-  r.plan = (scale * ((X.colwise() + ut).rowwise() + vt.transpose()).array().exp()).matrix();
+  r.plan = (scale * exactExp(((X.colwise() + ut).rowwise() + vt.transpose()).array())).matrix();
   if (in.V) r.output = r.plan * (*in.V);
   r.errors = r.errorHistory.back();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -106,7 +106,7 @@ json Session::toJson() const { return toJsonWithBase(*this, ""); }
 
 Session Session::fromJson(const json& j, const std::string& baseDir) {
   if (!j.is_object() || j.value("format", "") != kFormatName)
-    throw InvalidArgument(std::string("not a TransportLens session (missing \"format\": \"") + kFormatName + "\")");
+    throw InvalidArgument(std::string("not a TransportLens session (expected \"format\": \"") + kFormatName + "\")");
   const int version = j.value("version", 0);
   if (version > kFormatVersion)
     throw InvalidArgument("session format version " + std::to_string(version) +

@@ -1,0 +1,123 @@
+// Log-sum-exp along rows and columns with potentials, and the score convention S = QKᵀ/√d.
+#include "ops/log_domain.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "test_util.h"
+
+namespace tl {
+namespace {
+
+using test::gaussian;
+using test::kInf;
+using test::matricesNear;
+
+VecD naiveRowLse(const MatD& X, const VecD& shift) {
+  VecD out(X.rows());
+  for (int i = 0; i < X.rows(); ++i) {
+    double s = 0;
+    for (int j = 0; j < X.cols(); ++j) s += std::exp(X(i, j) + shift(j));
+    out(i) = std::log(s);
+  }
+  return out;
+}
+
+VecD naiveColLse(const MatD& X, const VecD& shift) {
+  VecD out(X.cols());
+  for (int j = 0; j < X.cols(); ++j) {
+    double s = 0;
+    for (int i = 0; i < X.rows(); ++i) s += std::exp(X(i, j) + shift(i));
+    out(j) = std::log(s);
+  }
+  return out;
+}
+
+TEST(LogDomain, MatchesNaiveOnModerateValues) {
+  const MatD X = gaussian(7, 11, 1, 3.0);
+  const VecD colShift = gaussian(11, 1, 2).col(0);
+  const VecD rowShift = gaussian(7, 1, 3).col(0);
+  EXPECT_TRUE(matricesNear(rowLogSumExp(X, colShift), naiveRowLse(X, colShift), 1e-13));
+  EXPECT_TRUE(matricesNear(colLogSumExp(X, rowShift), naiveColLse(X, rowShift), 1e-13));
+  // float instantiation
+  const Vec<float> r32 = rowLogSumExp<float>(X.cast<float>(), colShift.cast<float>());
+  EXPECT_TRUE(matricesNear(r32, naiveRowLse(X, colShift), 1e-5));
+  const Vec<float> c32 = colLogSumExp<float>(X.cast<float>(), rowShift.cast<float>());
+  EXPECT_TRUE(matricesNear(c32, naiveColLse(X, rowShift), 1e-5));
+}
+
+// Values around 1e3 overflow a naive exp; the stable form gives max + log(sum exp(x - max)).
+TEST(LogDomain, StableOnHugeValues) {
+  MatD X(2, 3);
+  X << 1000.0, 999.0, 998.0,   //
+      -1000.0, -1001.0, 1000.0;
+  const VecD zero3 = VecD::Zero(3), zero2 = VecD::Zero(2);
+  const VecD row = rowLogSumExp(X, zero3);
+  EXPECT_TRUE(test::near(row(0), 1000.0 + std::log(1.0 + std::exp(-1.0) + std::exp(-2.0)), 1e-12));
+  EXPECT_TRUE(test::near(row(1), 1000.0, 1e-12));
+  const VecD col = colLogSumExp(X, zero2);
+  EXPECT_TRUE(test::near(col(0), 1000.0, 1e-12));
+  EXPECT_TRUE(test::near(col(1), 999.0, 1e-12));
+  EXPECT_TRUE(test::near(col(2), 1000.0 + std::log1p(std::exp(-2.0)), 1e-12));  // {998, 1000}
+  // Huge negative values: no underflow to -inf, log-sum-exp is still exact.
+  const MatD N = -X;
+  EXPECT_TRUE(test::near(rowLogSumExp(N, zero3)(0), -998.0 + std::log(1.0 + std::exp(-1.0) + std::exp(-2.0)), 1e-12));
+  // The same in float.
+  const Vec<float> r32 = rowLogSumExp<float>(X.cast<float>(), zero3.cast<float>());
+  EXPECT_TRUE(r32.allFinite());
+  EXPECT_NEAR(r32(0), 1000.0 + std::log(1.0 + std::exp(-1.0) + std::exp(-2.0)), 1e-3);
+}
+
+// Masked (-inf) entries, in X or in the shift, contribute nothing; an all -inf row gives -inf, not NaN
+// (spec/README.md errata 1).
+TEST(LogDomain, MinusInfinityIsSafe) {
+  MatD X(3, 3);
+  X << 0.5, -kInf, 1.5,  //
+      -kInf, -kInf, -kInf,  //
+      2.0, 1.0, -kInf;
+  const VecD zero = VecD::Zero(3);
+  const VecD row = rowLogSumExp(X, zero);
+  EXPECT_TRUE(test::near(row(0), std::log(std::exp(0.5) + std::exp(1.5)), 1e-14));
+  EXPECT_EQ(row(1), -kInf);
+  EXPECT_TRUE(test::near(row(2), std::log(std::exp(2.0) + std::exp(1.0)), 1e-14));
+  const VecD col = colLogSumExp(X, zero);
+  EXPECT_FALSE(std::isnan(col(1)));
+  EXPECT_TRUE(test::near(col(1), 1.0, 1e-14));
+
+  // Shift of -inf masks a whole column / row.
+  const MatD Y = gaussian(3, 4, 9);
+  VecD colShift = VecD::Zero(4);
+  colShift(1) = -kInf;
+  VecD expected(3);
+  for (int i = 0; i < 3; ++i) expected(i) = std::log(std::exp(Y(i, 0)) + std::exp(Y(i, 2)) + std::exp(Y(i, 3)));
+  EXPECT_TRUE(matricesNear(rowLogSumExp(Y, colShift), expected, 1e-14));
+  const VecD allMasked = VecD::Constant(4, -kInf);
+  const VecD out = rowLogSumExp(Y, allMasked);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out(i), -kInf) << "row " << i;
+  const VecD outCol = colLogSumExp(Y, VecD(VecD::Constant(3, -kInf)));
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(outCol(j), -kInf) << "col " << j;
+  const Vec<float> out32 = rowLogSumExp<float>(Y.cast<float>(), allMasked.cast<float>());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out32(i), -std::numeric_limits<float>::infinity());
+}
+
+TEST(LogDomain, ScoresAreScaledDotProducts) {
+  for (int d : {1, 8, 32}) {
+    const MatD Q = gaussian(5, d, 10 + d), K = gaussian(7, d, 20 + d);
+    MatD expected(5, 7);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 7; ++j) expected(i, j) = Q.row(i).dot(K.row(j)) / std::sqrt(double(d));
+    const MatD S = scores(Q, K);
+    EXPECT_TRUE(matricesNear(S, expected, 1e-12)) << "d=" << d;
+    const Mat<float> S32 = scores<float>(Q.cast<float>(), K.cast<float>());
+    EXPECT_TRUE(matricesNear(S32, expected, 1e-5)) << "d=" << d;
+  }
+}
+
+TEST(LogDomain, DenseSizeGuard) {
+  EXPECT_NO_THROW(checkDenseSize(64, 64, sizeof(double), "plan"));
+  // 10^7 × 10^7 doubles (800 TB) can never be formed.
+  EXPECT_TRUE(test::throwsWith<ResourceError>([] { checkDenseSize(10'000'000, 10'000'000, sizeof(double), "plan"); }));
+}
+
+}  // namespace
+}  // namespace tl

@@ -1,0 +1,240 @@
+// runSession (synchronous) and Engine (worker thread, newest request wins, cancellation).
+#include "session/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "ops/sinkhorn.h"
+#include "ops/softmax.h"
+#include "test_util.h"
+
+namespace tl {
+namespace {
+
+using namespace std::chrono_literals;
+using test::matricesNear;
+
+Session makeSession(const std::string& source, std::vector<std::string> ops, Precision precision = Precision::F64) {
+  Session s;
+  s.source = SourceSpec::parse(source);
+  s.precision = precision;
+  for (const auto& op : ops) s.operators.push_back(OperatorRegistry::builtin().parse(op));
+  return s;
+}
+
+// About n²·T exponentials: n=400, T=3000 takes seconds; T=100000 takes minutes (only ever cancelled).
+Session slowSession(int T) {
+  return makeSession("synthetic:gaussian:n=400,d=16,seed=1", {"sinkhorn:T=" + std::to_string(T)});
+}
+Session smallSession(int T = 4) {
+  return makeSession("synthetic:gaussian:n=12,d=4,seed=2", {"sinkhorn:T=" + std::to_string(T)});
+}
+
+TEST(RunSession, SameAsCallingTheOperatorDirectly) {
+  const Session s = makeSession("synthetic:gaussian:n=24,d=8,seed=3", {"sinkhorn:T=6,eps=0.5", "softmax"});
+  const SessionResult r = runSession(s);
+  const auto input = loadSource(s.source);
+  ASSERT_TRUE(r.input);
+  EXPECT_TRUE(test::matricesIdentical(r.input->Q, input.Q));
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].spec.family, "sinkhorn");
+  EXPECT_EQ(r.runs[1].spec.family, "softmax");
+  SinkhornParams p;
+  p.T = 6;
+  p.eps = 0.5;
+  const auto direct = sinkhornAttention(input, p);
+  EXPECT_TRUE(matricesNear(r.runs[0].result.plan, direct.plan, 1e-15));
+  EXPECT_TRUE(matricesNear(r.runs[0].result.u, direct.u, 1e-15));
+  EXPECT_EQ(r.runs[0].result.errorHistory.size(), 6u);
+  EXPECT_TRUE(matricesNear(r.runs[1].result.plan, softmaxAttention(input, SoftmaxParams{}).plan, 1e-15));
+  EXPECT_GE(r.seconds, 0.0);
+}
+
+TEST(RunSession, Float32PrecisionRunsInFloat) {
+  const Session s = makeSession("synthetic:gaussian:n=24,d=8,seed=3", {"sinkhorn:T=6,eps=0.5"}, Precision::F32);
+  const SessionResult r = runSession(s);
+  const auto input = loadSource(s.source);
+  SinkhornParams p;
+  p.T = 6;
+  p.eps = 0.5;
+  const MatD expected = sinkhornAttention(input.cast<float>(), p).plan.cast<double>();
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_TRUE(test::matricesIdentical(r.runs[0].result.plan, expected)) << "computed in float, widened";
+  // ... and it is not the float64 result (which differs in the last float bits somewhere).
+  EXPECT_GT((r.runs[0].result.plan - sinkhornAttention(input, p).plan).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_TRUE(matricesNear(runOperator(s.operators[0], input, Precision::F32).plan, expected, 0.0));
+}
+
+TEST(RunSession, ErrorsAreThrown) {
+  const Session missing = makeSession("files:q=/nonexistent/dir/Q.npy,k=/nonexistent/dir/K.npy", {"softmax"});
+  EXPECT_TRUE(test::throwsWith<FileError>([&] { (void)runSession(missing); }, {"/nonexistent/dir/Q.npy"}));
+  Feedback canceled;
+  canceled.cancel();
+  EXPECT_THROW((void)runSession(smallSession(50), canceled), Canceled);
+}
+
+// Collects callbacks from the worker thread.
+struct Collector {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::shared_ptr<const SessionResult>> results;
+  std::vector<std::pair<uint64_t, std::string>> errors;
+  int progressCalls = 0;
+
+  Engine::ResultFn onResult() {
+    return [this](std::shared_ptr<const SessionResult> r) {
+      std::lock_guard<std::mutex> lock(mutex);
+      results.push_back(std::move(r));
+      changed.notify_all();
+    };
+  }
+  Engine::ErrorFn onError() {
+    return [this](uint64_t id, const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex);
+      errors.emplace_back(id, message);
+      changed.notify_all();
+    };
+  }
+  Engine::ProgressFn onProgress() {
+    return [this](uint64_t, double, const std::string&) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++progressCalls;
+      changed.notify_all();
+    };
+  }
+  // Waits until a result or error for `id` arrived; false on timeout.
+  bool waitFor(uint64_t id, std::chrono::seconds timeout = 120s) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, timeout, [&] {
+      for (const auto& r : results)
+        if (r && r->requestId == id) return true;
+      for (const auto& e : errors)
+        if (e.first == id) return true;
+      return false;
+    });
+  }
+  std::vector<uint64_t> resultIds() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<uint64_t> ids;
+    for (const auto& r : results) ids.push_back(r ? r->requestId : 0);
+    return ids;
+  }
+};
+
+bool waitUntilIdle(const Engine& engine, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (engine.busy()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+TEST(Engine, DeliversTheResultOfARequest) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError(), c.onProgress());
+  const Session s = smallSession(6);
+  const uint64_t id = engine.submit(s);
+  ASSERT_TRUE(c.waitFor(id));
+  ASSERT_EQ(c.resultIds(), std::vector<uint64_t>{id});
+  const auto& r = *c.results[0];
+  ASSERT_EQ(r.runs.size(), 1u);
+  EXPECT_TRUE(matricesNear(r.runs[0].result.plan, runSession(s).runs[0].result.plan, 0.0));
+  EXPECT_TRUE(c.errors.empty());
+}
+
+// Submitting while a slow request runs: the slow one is cancelled and never delivered; the newer one is.
+TEST(Engine, NewerRequestSupersedesOlder) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError());
+  const uint64_t slow = engine.submit(slowSession(3000));
+  const uint64_t fast = engine.submit(smallSession());
+  EXPECT_GT(fast, slow);
+  ASSERT_TRUE(c.waitFor(fast)) << "newest request never completed";
+  ASSERT_TRUE(waitUntilIdle(engine, 120s));
+  const auto ids = c.resultIds();
+  EXPECT_EQ(ids, std::vector<uint64_t>{fast}) << "a superseded request must not be delivered";
+}
+
+// A slider drag: many quick submits. Delivered ids strictly increase, the last request is always delivered,
+// and each delivered result belongs to the session submitted under its id.
+TEST(Engine, RapidSubmitsDeliverInOrderAndNewestLast) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError());
+  std::map<uint64_t, int> budgetOf;
+  uint64_t last = 0;
+  for (int T = 1; T <= 40; ++T) {
+    last = engine.submit(makeSession("synthetic:gaussian:n=150,d=8,seed=5", {"sinkhorn:T=" + std::to_string(T * 5)}));
+    budgetOf[last] = T * 5;
+  }
+  ASSERT_TRUE(c.waitFor(last));
+  ASSERT_TRUE(waitUntilIdle(engine, 120s));
+  const auto ids = c.resultIds();
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.back(), last);
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_LT(ids[i - 1], ids[i]) << "results out of order";
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (const auto& r : c.results) {
+    ASSERT_EQ(r->runs.size(), 1u);
+    EXPECT_EQ(getInt(r->runs[0].spec.params, "T"), budgetOf.at(r->requestId)) << "result of request " << r->requestId;
+    EXPECT_EQ(r->runs[0].result.errorHistory.size(), size_t(budgetOf.at(r->requestId)));
+    EXPECT_EQ(getInt(r->session.operators[0].params, "T"), budgetOf.at(r->requestId));
+  }
+  for (const auto& e : c.errors) EXPECT_NE(e.first, last) << "the newest request failed: " << e.second;
+}
+
+TEST(Engine, CancelAllStopsWork) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError(), c.onProgress());
+  const uint64_t id = engine.submit(slowSession(100000));  // minutes if never cancelled
+  EXPECT_TRUE(engine.busy());
+  {
+    // Give the worker a moment to start the computation, so the running (not just the pending) job
+    // is what gets cancelled.
+    std::unique_lock<std::mutex> lock(c.mutex);
+    c.changed.wait_for(lock, 10s, [&] { return c.progressCalls > 0; });
+    EXPECT_GT(c.progressCalls, 0) << "the slow request should have started and reported progress";
+  }
+  engine.cancelAll();
+  EXPECT_TRUE(waitUntilIdle(engine, 60s)) << "cancelAll did not stop the running computation";
+  EXPECT_TRUE(c.resultIds().empty()) << "a cancelled request must not be delivered";
+  for (const auto& e : c.errors) EXPECT_EQ(e.first, id);
+  // The engine keeps working afterwards.
+  const uint64_t next = engine.submit(smallSession());
+  ASSERT_TRUE(c.waitFor(next));
+  EXPECT_EQ(c.resultIds(), std::vector<uint64_t>{next});
+}
+
+TEST(Engine, InvalidSessionReportsAnError) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError());
+  const uint64_t bad = engine.submit(makeSession("files:q=/nonexistent/dir/Q.npy,k=/nonexistent/dir/K.npy", {"softmax"}));
+  ASSERT_TRUE(c.waitFor(bad));
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    ASSERT_EQ(c.errors.size(), 1u);
+    EXPECT_EQ(c.errors[0].first, bad);
+    EXPECT_NE(c.errors[0].second.find("/nonexistent/dir/Q.npy"), std::string::npos) << c.errors[0].second;
+    EXPECT_TRUE(c.results.empty());
+  }
+  const uint64_t good = engine.submit(smallSession());
+  ASSERT_TRUE(c.waitFor(good));
+  EXPECT_EQ(c.resultIds(), std::vector<uint64_t>{good});
+}
+
+TEST(Engine, DestroyingWhileBusyDoesNotDeliver) {
+  Collector c;
+  {
+    Engine engine(c.onResult(), c.onError());
+    (void)engine.submit(slowSession(100000));
+    std::this_thread::sleep_for(50ms);
+  }  // destructor must cancel and join, not wait minutes
+  EXPECT_TRUE(c.resultIds().empty());
+}
+
+}  // namespace
+}  // namespace tl
