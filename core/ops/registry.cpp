@@ -1,6 +1,7 @@
 #include "ops/registry.h"
 
 #include "common/errors.h"
+#include "ops/asap.h"
 #include "ops/sinkhorn.h"
 #include "ops/softmax.h"
 
@@ -17,6 +18,7 @@ const OperatorRegistry& OperatorRegistry::builtin() {
     OperatorRegistry r;
     registerSoftmax(r);
     registerSinkhorn(r);
+    registerAsap(r);
     return r;
   }();
   return registry;
