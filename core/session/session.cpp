@@ -115,7 +115,9 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
   if (version < 1) throw InvalidArgument("session has no valid \"version\"");
   try {
     Session s;
-    s.source = sourceFromJson(j.at("source"), baseDir);
+    if (!j.contains("source") || !j["source"].is_object())
+      throw InvalidArgument("session has no \"source\" object (synthetic generator or files)");
+    s.source = sourceFromJson(j["source"], baseDir);
     s.precision = parsePrecision(j.value("precision", "f64"));
     s.operators.clear();
     for (const auto& op : j.value("operators", json::array())) {

@@ -1,0 +1,86 @@
+// `tlens`: the headless front end. Composition only: parse, wire, report. Every failure is caught here and
+// reported as one line on stderr; exit status 2 for usage errors (tl::InvalidArgument: bad flags, values,
+// shapes, NaN/Inf input), 1 for files, resources and everything else (ARCHITECTURE.md, errors).
+#include <iostream>
+#include <map>
+#include <new>
+
+#include "commands.h"
+#include "common/errors.h"
+
+namespace {
+
+using Command = int (*)(const tl::cli::Args&);
+
+struct CommandEntry {
+  Command run;
+  const char* summary;
+};
+
+const std::map<std::string, CommandEntry>& commands() {
+  static const std::map<std::string, CommandEntry> table = {
+      {"plan", {tl::cli::planCommand, "compute one operator's plan, duals, output and metrics for an input"}},
+      {"render", {tl::cli::renderCommand, "run a session file and write its figures (PNG/SVG/PDF)"}},
+      {"bench", {tl::cli::benchCommand, "time operators on the CPU next to the PyTorch reference"}},
+  };
+  return table;
+}
+
+std::string mainHelp() {
+  std::string text =
+      "usage: tlens <command> [options]\n"
+      "TransportLens command line: doubly-stochastic attention operators, headless.\n"
+      "commands (tlens <command> --help lists every option):\n";
+  for (const auto& [name, entry] : commands()) text += "  " + name + std::string(8 - name.size(), ' ') + entry.summary + "\n";
+  text += "\n" + tl::cli::operatorsHelp() + "\n" + tl::cli::sourcesHelp();
+  text += "\nexit status: 0 success, 1 file or runtime error, 2 usage error (bad option, value, shape or NaN/Inf input)\n";
+  return text;
+}
+
+// One line, whatever the message holds.
+void reportError(std::string message) {
+  for (char& c : message)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::cerr << "tlens: error: " << message << std::endl;
+}
+
+int dispatch(const tl::cli::Args& args) {
+  if (args.empty()) {
+    std::cerr << mainHelp();
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << mainHelp();
+    return 0;
+  }
+  const auto it = commands().find(args[0]);
+  if (it == commands().end()) {
+    std::string known;
+    for (const auto& entry : commands()) known += (known.empty() ? "" : ", ") + entry.first;
+    throw tl::InvalidArgument("unknown command '" + args[0] + "' (commands: " + known + "; see 'tlens --help')");
+  }
+  return it->second.run(tl::cli::Args(args.begin() + 1, args.end()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(tl::cli::Args(argv + 1, argv + argc));
+  } catch (const tl::InvalidArgument& e) {
+    reportError(e.what());
+    return 2;
+  } catch (const tl::Error& e) {  // FileError, ResourceError, Canceled and the rest
+    reportError(e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    reportError("out of memory (try a smaller n)");
+    return 1;
+  } catch (const std::exception& e) {
+    reportError(std::string("unexpected failure: ") + e.what());
+    return 1;
+  } catch (...) {
+    reportError("unexpected failure");
+    return 1;
+  }
+}

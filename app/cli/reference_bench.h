@@ -1,0 +1,35 @@
+#pragma once
+// Runs scripts/reference/bench_reference.py (the PyTorch reference formulation) for `tlens bench`, so the
+// C++ and reference timings are taken on one machine in one invocation.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tl::cli {
+
+struct ReferenceBenchRequest {
+  std::vector<std::string> ops;  // resolved operator strings ("sinkhorn:T=10,eps=1,mask_mode=subsequence")
+  std::vector<int> sizes;
+  int d = 64, repeats = 7, threads = 1;
+  std::string precision = "f64";
+};
+
+struct ReferenceTimings {
+  bool available = false;
+  std::string reason;                          // why not, when unavailable (e.g. "No module named 'torch'")
+  nlohmann::json report = nlohmann::json::object();  // bench_reference.py's JSON, as printed
+
+  std::optional<double> medianSeconds(const std::string& op, int n) const;
+};
+
+// $TL_REFERENCE_DIR/bench_reference.py, else <source tree>/scripts/reference/bench_reference.py.
+std::string referenceBenchScript();
+// Interpreter: $TL_PYTHON, else /usr/bin/python3 (Debian's python3-torch).
+std::string referencePython();
+
+// Never throws for a missing interpreter, torch or script: it reports them in `reason`.
+ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request);
+
+}  // namespace tl::cli

@@ -1,0 +1,21 @@
+# `tlens`: the command-line front end. Links tl_core; `tlens render` also needs the views (tl_widgets, Qt)
+# and gets them only in TL_GUI builds, otherwise it reports that it was built without the GUI.
+add_executable(tlens
+  cli/main.cpp
+  cli/arguments.cpp
+  cli/help.cpp
+  cli/plan_command.cpp
+  cli/plan_metrics.cpp
+  cli/render_command.cpp
+  cli/bench_command.cpp
+  cli/reference_bench.cpp
+)
+target_include_directories(tlens PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cli ${PROJECT_SOURCE_DIR})
+target_link_libraries(tlens PRIVATE tl_core)
+# `tlens bench` finds scripts/reference/bench_reference.py here unless TL_REFERENCE_DIR says otherwise.
+target_compile_definitions(tlens PRIVATE TL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_compile_options(tlens PRIVATE -Wall -Wextra)
+if(TL_GUI)
+  target_link_libraries(tlens PRIVATE tl_widgets Qt6::Widgets)
+  target_compile_definitions(tlens PRIVATE TL_WITH_GUI=1)
+endif()

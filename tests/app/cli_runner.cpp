@@ -1,0 +1,67 @@
+#include "cli_runner.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tl::testing {
+namespace {
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::string scratchDir(const std::string& name) {
+  static std::atomic<int> counter{0};
+  const auto dir = std::filesystem::path(::testing::TempDir()) /
+                   ("tlens-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+CliRun runTlens(const std::vector<std::string>& args, const std::string& env) {
+  const std::string dir = scratchDir("run");
+  std::string command = env.empty() ? "" : env + " ";
+  command += shellQuote(TL_TLENS_PATH);
+  for (const auto& a : args) command += " " + shellQuote(a);
+  command += " >" + shellQuote(dir + "/out") + " 2>" + shellQuote(dir + "/err");
+  const int status = std::system(command.c_str());
+  CliRun run;
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = readText(dir + "/out");
+  run.err = readText(dir + "/err");
+  std::filesystem::remove_all(dir);
+  return run;
+}
+
+bool fileExists(const std::string& path) { return std::filesystem::is_regular_file(path); }
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeText(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+int lineCount(const std::string& text) {
+  int lines = 0;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n' || i + 1 == text.size()) ++lines;
+  return lines;
+}
+
+}  // namespace tl::testing

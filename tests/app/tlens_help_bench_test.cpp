@@ -1,0 +1,89 @@
+// End-to-end: help texts list every command, option and operator parameter; `tlens bench` reports C++
+// times with or without the PyTorch reference.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace tl::testing {
+namespace {
+
+void expectMentions(const std::string& text, const std::vector<std::string>& words) {
+  for (const auto& w : words) EXPECT_NE(text.find(w), std::string::npos) << "missing '" << w << "' in\n" << text;
+}
+
+TEST(TlensHelp, MainHelpListsCommandsOperatorsAndSources) {
+  const CliRun run = runTlens({"--help"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  expectMentions(run.out, {"plan", "render", "bench", "softmax", "sinkhorn", "T (", "eps (", "mask_mode",
+                           "synthetic:gaussian", "seed", "exit status"});
+}
+
+TEST(TlensHelp, NoArgumentsPrintsUsageAndFails) {
+  const CliRun run = runTlens({});
+  EXPECT_EQ(run.status, 2);
+  expectMentions(run.err, {"usage: tlens"});
+}
+
+TEST(TlensHelp, PlanHelpListsEveryOption) {
+  const CliRun run = runTlens({"plan", "--help"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  expectMentions(run.out, {"--q", "--k", "--v", "--mask", "--source", "--op", "--precision", "--out", "--json",
+                           "keep-queries"});
+}
+
+TEST(TlensHelp, BenchAndRenderHelpListTheirOptions) {
+  const CliRun bench = runTlens({"bench", "--help"});
+  ASSERT_EQ(bench.status, 0) << bench.err;
+  expectMentions(bench.out, {"--op", "--n", "--d", "--repeats", "--precision", "--json"});
+  const CliRun render = runTlens({"render", "--help"});
+  ASSERT_EQ(render.status, 0) << render.err;
+  expectMentions(render.out, {"SESSION.json", "--out"});
+}
+
+TEST(TlensBench, ReportsCppTimesAndTheReferenceSideBySide) {
+  const std::string json = scratchDir("bench") + "/bench.json";
+  const CliRun run = runTlens({"bench", "--op", "sinkhorn:T=3", "--op", "softmax", "--n", "8,16", "--d", "4",
+                               "--repeats", "2", "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  ASSERT_EQ(report["results"].size(), 4u);
+  for (const auto& row : report["results"]) {
+    EXPECT_GT(row["cpp_median_seconds"].get<double>(), 0.0);
+    EXPECT_EQ(row["cpp_seconds"].size(), 2u);
+  }
+  if (!report["reference"]["available"].get<bool>())
+    GTEST_SKIP() << "PyTorch reference not runnable here: " << report["reference"]["reason"];
+  for (const auto& row : report["results"]) {
+    EXPECT_GT(row["reference_median_seconds"].get<double>(), 0.0) << row.dump();
+    EXPECT_GT(row["ratio_reference_over_cpp"].get<double>(), 0.0);
+  }
+  expectMentions(run.out, {"torch/C++", "sinkhorn:T=3", "softmax"});
+}
+
+TEST(TlensBench, WithoutTheReferenceStillReportsCppTimes) {
+  const std::string json = scratchDir("bench-noref") + "/bench.json";
+  const CliRun run =
+      runTlens({"bench", "--op", "softmax", "--n", "8", "--repeats", "1", "--json", json}, "TL_PYTHON=/bin/false");
+  ASSERT_EQ(run.status, 0) << run.err;
+  expectMentions(run.out, {"reference: not run", "softmax"});
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_FALSE(report["reference"]["available"].get<bool>());
+  ASSERT_EQ(report["results"].size(), 1u);
+  EXPECT_GT(report["results"][0]["cpp_median_seconds"].get<double>(), 0.0);
+  EXPECT_FALSE(report["results"][0].contains("reference_median_seconds"));
+}
+
+TEST(TlensBench, ReferenceDirOverrideIsHonoured) {
+  const std::string json = scratchDir("bench-refdir") + "/bench.json";
+  const CliRun run = runTlens({"bench", "--op", "softmax", "--n", "4", "--repeats", "1", "--json", json},
+                              "TL_REFERENCE_DIR=/nonexistent-reference");
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_FALSE(report["reference"]["available"].get<bool>());
+  EXPECT_NE(report["reference"]["reason"].get<std::string>().find("/nonexistent-reference"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tl::testing

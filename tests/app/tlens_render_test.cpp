@@ -1,0 +1,60 @@
+// End-to-end: `tlens render SESSION.json --out DIR`. With the GUI library (TL_GUI) it writes the figures
+// of the session's 2-D views in every format; without it the command says so and exits 1.
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+#include "ops/registry.h"
+#include "session/session.h"
+
+namespace tl::testing {
+namespace {
+
+std::string smallSession(const std::string& dir) {
+  Session s;
+  s.source = SourceSpec::parse("synthetic:gaussian:n=12,d=4,seed=2");
+  s.operators = {OperatorRegistry::builtin().parse("sinkhorn:T=4,eps=0.5")};
+  s.views = {"plan", "convergence"};
+  s.exportSettings.formats = {"png", "svg", "pdf"};
+  s.exportSettings.width = 400;
+  s.exportSettings.height = 300;
+  s.exportSettings.scale = 1.0;
+  const std::string path = dir + "/session.json";
+  s.save(path);
+  return path;
+}
+
+#ifdef TL_TEST_GUI
+TEST(TlensRender, WritesEveryViewInEveryFormat) {
+  const std::string dir = scratchDir("render");
+  const CliRun run = runTlens({"render", smallSession(dir), "--out", dir + "/figures"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::pair<std::string, std::string>> magic = {
+      {"png", "\x89PNG"}, {"svg", "<svg"}, {"pdf", "%PDF"}};
+  for (const std::string view : {"plan", "convergence"}) {
+    for (const auto& [format, signature] : magic) {
+      const std::string file = dir + "/figures/" + view + "." + format;
+      ASSERT_TRUE(fileExists(file)) << file << "\n" << run.out;
+      const std::string bytes = readText(file);
+      EXPECT_NE(bytes.substr(0, 512).find(signature), std::string::npos) << file;
+      EXPECT_NE(run.out.find(file), std::string::npos) << "not reported: " << file;
+    }
+  }
+}
+
+TEST(TlensRender, MissingSessionFileIsFailure) {
+  const CliRun run = runTlens({"render", scratchDir("render-missing") + "/absent.json", "--out", "x"});
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_EQ(run.err.rfind("tlens: error: ", 0), 0u) << run.err;
+}
+#else
+TEST(TlensRender, WithoutGuiSaysSoAndFails) {
+  const std::string dir = scratchDir("render-nogui");
+  const CliRun run = runTlens({"render", smallSession(dir), "--out", dir + "/figures"});
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.err.find("without the GUI"), std::string::npos) << run.err;
+  EXPECT_EQ(lineCount(run.err), 1) << run.err;
+}
+#endif
+
+}  // namespace
+}  // namespace tl::testing
