@@ -9,6 +9,7 @@
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
 #include "ops/registry.h"
+#include "ops/score_geometry.h"
 #include "ops/sliced_potentials.h"
 #include "ops/subsequence.h"
 
@@ -43,7 +44,7 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   checkDenseSize(nq, nk, sizeof(T), "ASAP");
   const T eps = T(p.eps);
   const T negInf = -std::numeric_limits<T>::infinity();
-  const Mat<T> X = scores(in.Q, in.K) / eps;
+  const DenseScores<T> X(in.Q, in.K, eps);
 
   // Marginals as the Sinkhorn teacher's (§2.5): mu = 1/n_q everywhere, nu = 1/n_k on active keys, else 0.
   const Vec<T> logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
@@ -56,8 +57,8 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   const Vec<T> u0 = predictedSourceDual(in, p, keyMask, r);
   r.extras["asap_u"] = u0;
   // Potentials in eps units; each closure is one log-sum-exp pass (§4.3, §4.4).
-  auto keyClosure = [&](const Vec<T>& ut) -> Vec<T> { return logNu - colLogSumExp(X, ut); };
-  auto sourceClosure = [&](const Vec<T>& vt) -> Vec<T> { return logMu - rowLogSumExp(X, vt); };
+  auto keyClosure = [&](const Vec<T>& ut) -> Vec<T> { return logNu - X.colLogSumExp(ut); };
+  auto sourceClosure = [&](const Vec<T>& vt) -> Vec<T> { return logMu - X.rowLogSumExp(vt); };
 
   Vec<T> ut = u0 / eps;
   Vec<T> vt = keyClosure(ut);
@@ -67,7 +68,7 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   }
   r.u = eps * ut;
   r.v = eps * vt;
-  r.plan = (T(nq) * exactExp(((X.colwise() + ut).rowwise() + vt.transpose()).array())).matrix();
+  r.plan = X.plan(ut, vt, T(nq));
   if (in.V) r.output = r.plan * (*in.V);
 
   r.rowTarget = (exactExp(logMu.array()) * T(nq)).matrix();

@@ -1,0 +1,142 @@
+#include "ops/score_geometry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/log_domain.h"
+
+namespace tl {
+namespace {
+template <class T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// Running (max, sum) of a log-sum-exp accumulated term by term; −inf safe (spec/README.md errata 1).
+template <class T>
+struct OnlineLse {
+  T max = kNegInf<T>;
+  T sum = 0;
+  void add(T x) {
+    if (x == kNegInf<T>) return;
+    if (x > max) {
+      sum = sum * std::exp(max - x) + 1;
+      max = x;
+    } else {
+      sum += std::exp(x - max);
+    }
+  }
+  T value() const { return max == kNegInf<T> ? kNegInf<T> : max + std::log(sum); }
+};
+}  // namespace
+
+template <class T>
+DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scores(Q, K) / eps) {}
+
+template <class T>
+Vec<T> DenseScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
+  return tl::rowLogSumExp(X_, colShift);
+}
+
+template <class T>
+Vec<T> DenseScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
+  return tl::colLogSumExp(X_, rowShift);
+}
+
+template <class T>
+Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
+  return (scale * exactExp(((X_.colwise() + ut).rowwise() + vt.transpose()).array())).matrix();
+}
+
+template <class T>
+Mat<T> DenseScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
+  return plan(ut, vt, scale) * V;
+}
+
+template <class T>
+BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth)
+    : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Mat<T>::Constant(Q.rows(), 2 * halfWidth + 1, kNegInf<T>)) {
+  const T scale = T(1) / (std::sqrt(T(Q.cols())) * eps);
+  for (Eigen::Index i = 0; i < nq_; ++i)
+    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) band_(i, b) = scale * Q.row(i).dot(K.row(i - W_ + b));
+}
+
+template <class T>
+Eigen::Index BandScores<T>::firstSlot(Eigen::Index i) const {
+  return std::max<Eigen::Index>(0, W_ - i);
+}
+
+template <class T>
+Eigen::Index BandScores<T>::lastSlot(Eigen::Index i) const {
+  return std::min<Eigen::Index>(2 * W_, nk_ - 1 - i + W_);
+}
+
+template <class T>
+Mask BandScores<T>::activeRows() const {
+  Mask m(nq_);
+  for (Eigen::Index i = 0; i < nq_; ++i) m(i) = firstSlot(i) <= lastSlot(i);
+  return m;
+}
+
+template <class T>
+Mask BandScores<T>::activeCols() const {
+  Mask m = Mask::Zero(nk_);
+  for (Eigen::Index j = 0; j < nk_; ++j) m(j) = j - W_ < nq_;  // some row i with |i − j| ≤ W exists
+  return m;
+}
+
+template <class T>
+Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
+  Vec<T> out(nq_);
+  for (Eigen::Index i = 0; i < nq_; ++i) {
+    OnlineLse<T> lse;
+    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) lse.add(band_(i, b) + colShift(i - W_ + b));
+    out(i) = lse.value();
+  }
+  return out;
+}
+
+template <class T>
+Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
+  std::vector<OnlineLse<T>> lse(static_cast<size_t>(nk_));
+  for (Eigen::Index i = 0; i < nq_; ++i) {
+    if (rowShift(i) == kNegInf<T>) continue;
+    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b)
+      lse[size_t(i - W_ + b)].add(band_(i, b) + rowShift(i));
+  }
+  Vec<T> out(nk_);
+  for (Eigen::Index j = 0; j < nk_; ++j) out(j) = lse[size_t(j)].value();
+  return out;
+}
+
+template <class T>
+Mat<T> BandScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
+  Mat<T> P = Mat<T>::Zero(nq_, nk_);
+  for (Eigen::Index i = 0; i < nq_; ++i) {
+    if (ut(i) == kNegInf<T>) continue;
+    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
+      const Eigen::Index j = i - W_ + b;
+      if (vt(j) != kNegInf<T>) P(i, j) = scale * std::exp(band_(i, b) + ut(i) + vt(j));
+    }
+  }
+  return P;
+}
+
+template <class T>
+Mat<T> BandScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
+  Mat<T> O = Mat<T>::Zero(nq_, V.cols());
+  for (Eigen::Index i = 0; i < nq_; ++i) {
+    if (ut(i) == kNegInf<T>) continue;
+    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
+      const Eigen::Index j = i - W_ + b;
+      if (vt(j) != kNegInf<T>) O.row(i) += scale * std::exp(band_(i, b) + ut(i) + vt(j)) * V.row(j);
+    }
+  }
+  return O;
+}
+
+template class DenseScores<float>;
+template class DenseScores<double>;
+template class BandScores<float>;
+template class BandScores<double>;
+
+}  // namespace tl

@@ -1,0 +1,54 @@
+#pragma once
+// Scaled scores X = S/eps = QKᵀ/(√d·eps) on a support, and the operations a Sinkhorn-type loop needs from
+// them: log-sum-exp along rows and columns with potentials added, the plan, and its product with V.
+//   DenseScores : every (i, j); n_q × n_k storage.
+//   BandScores  : |i − j| ≤ W on raw indices (spec/banded-sinkhorn.md §2.1, A2); n_q × (2W+1) storage, so
+//                 memory and every pass are O(n·W). Rows (columns) with no support entry are inactive.
+// Entries off the support are −inf: they carry exactly zero mass.
+#include "common/matrix.h"
+
+namespace tl {
+
+template <class T>
+class DenseScores {
+ public:
+  DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps);
+  Eigen::Index rows() const { return X_.rows(); }
+  Eigen::Index cols() const { return X_.cols(); }
+  Mask activeRows() const { return Mask::Ones(rows()); }
+  Mask activeCols() const { return Mask::Ones(cols()); }
+
+  Vec<T> rowLogSumExp(const Vec<T>& colShift) const;  // log Σ_j exp(X_ij + colShift_j)
+  Vec<T> colLogSumExp(const Vec<T>& rowShift) const;  // log Σ_i exp(X_ij + rowShift_i)
+  Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // scale · exp(X + ut ⊕ vt)
+  Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;
+
+ private:
+  Mat<T> X_;
+};
+
+template <class T>
+class BandScores {
+ public:
+  BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth);
+  Eigen::Index rows() const { return nq_; }
+  Eigen::Index cols() const { return nk_; }
+  Eigen::Index halfWidth() const { return W_; }
+  Mask activeRows() const;
+  Mask activeCols() const;
+
+  Vec<T> rowLogSumExp(const Vec<T>& colShift) const;
+  Vec<T> colLogSumExp(const Vec<T>& rowShift) const;
+  Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // dense, for display only
+  Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)
+
+ private:
+  // Columns of row i held in band storage: j = i − W + b for b in [first(i), last(i)].
+  Eigen::Index firstSlot(Eigen::Index i) const;
+  Eigen::Index lastSlot(Eigen::Index i) const;
+
+  Eigen::Index nq_, nk_, W_;
+  Mat<T> band_;  // n_q × (2W+1); slot b of row i holds X(i, i − W + b)
+};
+
+}  // namespace tl
