@@ -2,6 +2,7 @@
 
 #include "common/errors.h"
 #include "ops/asap.h"
+#include "ops/banded.h"
 #include "ops/sinkhorn.h"
 #include "ops/softmax.h"
 
@@ -19,6 +20,7 @@ const OperatorRegistry& OperatorRegistry::builtin() {
     registerSoftmax(r);
     registerSinkhorn(r);
     registerAsap(r);
+    registerBanded(r);
     return r;
   }();
   return registry;

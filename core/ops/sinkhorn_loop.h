@@ -17,7 +17,9 @@ namespace tl {
 
 struct SinkhornLoopOptions {
   int budget = 10;             // single normalisations, rows first
-  bool centreEachFullStep = false;  // gauge (u − m, v + m), m = mean of active u (banded §2.3); plans unchanged
+  // The first `centredFullSteps` full steps end with the gauge (u − m, v + m), m = mean of active u
+  // (banded §2.3: the stopped base is centred, the tail runs raw). Plans are unchanged by it.
+  int centredFullSteps = 0;
   const char* stage = "sinkhorn";
 };
 
@@ -75,7 +77,7 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
       const SideError e = sideError<T>(sums(vt, C), r.colTarget);
       r.errorHistory[size_t(t - 1)].colMax = e.max;
       r.errorHistory[size_t(t - 1)].colMean = e.mean;
-      if (options.centreEachFullStep) {
+      if (t / 2 <= options.centredFullSteps) {
         // Gauge (u − m, v + m) with m the mean of active u: the plan is unchanged, potentials stay O(1).
         const auto active = (ut.array() != negInf);
         const T m = active.any() ? active.select(ut.array(), T(0)).sum() / T(active.count()) : T(0);

@@ -56,9 +56,11 @@ PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFu
   const T negInf = -std::numeric_limits<T>::infinity();
 
   PlanResult<T> out;
-  out.plan = Mat<T>::Zero(n, n);
-  for (size_t a = 0; a < idx.size(); ++a)
-    for (size_t b = 0; b < idx.size(); ++b) out.plan(idx[a], idx[b]) = r.plan(Eigen::Index(a), Eigen::Index(b));
+  if (r.plan.size()) {  // lazy runs carry no dense plan
+    out.plan = Mat<T>::Zero(n, n);
+    for (size_t a = 0; a < idx.size(); ++a)
+      for (size_t b = 0; b < idx.size(); ++b) out.plan(idx[a], idx[b]) = r.plan(Eigen::Index(a), Eigen::Index(b));
+  }
   if (r.output) {
     out.output = Mat<T>::Zero(n, r.output->cols());
     for (size_t a = 0; a < idx.size(); ++a) out.output->row(idx[a]) = r.output->row(Eigen::Index(a));
