@@ -3,6 +3,8 @@
 #include "common/errors.h"
 #include "ops/asap.h"
 #include "ops/banded.h"
+#include "ops/diff.h"
+#include "ops/esp.h"
 #include "ops/sinkhorn.h"
 #include "ops/softmax.h"
 
@@ -19,8 +21,10 @@ const OperatorRegistry& OperatorRegistry::builtin() {
     OperatorRegistry r;
     registerSoftmax(r);
     registerSinkhorn(r);
+    registerEsp(r);
     registerAsap(r);
     registerBanded(r);
+    registerDiff(r);
     return r;
   }();
   return registry;
