@@ -5,6 +5,7 @@
 #include "ops/banded.h"
 #include "ops/diff.h"
 #include "ops/esp.h"
+#include "ops/lot.h"
 #include "ops/sinkhorn.h"
 #include "ops/softmax.h"
 
@@ -22,6 +23,7 @@ const OperatorRegistry& OperatorRegistry::builtin() {
     registerSoftmax(r);
     registerSinkhorn(r);
     registerEsp(r);
+    registerLot(r);
     registerAsap(r);
     registerBanded(r);
     registerDiff(r);

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Writes the committed LOT cross-check fixtures (float64) to tests/fixtures/lot/.
+
+    /usr/bin/python3 scripts/reference/make_lot_fixtures.py [--out tests/fixtures/lot]
+
+Each case folder holds the inputs q, k, v, optional mask (bool), the given pivot measure pivots (Z, r×d) and
+mass_logits (θ, r) -- given as files so that no k-means has to agree -- and the reference results plan
+(A = n_q·P1 diag(1/w) P2), output (A V), P1, P2, w and the duals u1, v1, u2, v2 (score coordinates; 0 where
+padded). cases.json lists every case with its operator string *without* the two file paths; a replaying test
+appends `,pivots=<case>/pivots.npy,mass_logits=<case>/mass_logits.npy`.
+
+Before writing, every case is checked against a second formulation (plain matrix scaling, lot.md §3.1) to
+1e-12, T = 1 cases against agent attention softmax(S1/eps)·softmax(S2/eps) (lot.md §8 T9), and the odd/even
+exact side of A (§3.3), so a fixture is never wrong by construction.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lot_reference as ref  # noqa: E402
+
+# name, n_q, n_k, d, d_v, r, T, eps, mass_temp, pivot std (None: 1/√d), query scale, padded positions or None
+CASES = [
+    ("n1_r1_T3", 1, 1, 4, 3, 1, 3, 1.0, 0.5, None, 1.0, None),
+    ("n16_r4_T1_eps1", 16, 16, 8, 5, 4, 1, 1.0, 0.5, None, 1.0, None),
+    ("n16_r4_T2_eps05", 16, 16, 8, 5, 4, 2, 0.5, 0.5, 1.0, 1.0, None),
+    ("n16_r4_T5_eps1", 16, 16, 8, 5, 4, 5, 1.0, 0.5, 1.0, 1.0, None),
+    ("n16_r4_T7_eps01_large", 16, 16, 8, 5, 4, 7, 0.1, 0.5, 1.0, 3.0, None),
+    ("n33_r8_T5_eps03", 33, 33, 16, 6, 8, 5, 0.3, 0.5, None, 1.0, None),
+    ("n33_r8_T6_eps1_temp2", 33, 33, 16, 6, 8, 6, 1.0, 2.0, 1.0, 1.0, None),
+    ("n24_r1_T3", 24, 24, 8, 4, 1, 3, 1.0, 0.5, 1.0, 1.0, None),
+    ("n12_r12_T4", 12, 12, 6, 4, 12, 4, 0.7, 0.5, 1.0, 1.0, None),
+    ("n40_r6_T51_eps05", 40, 40, 8, 5, 6, 51, 0.5, 0.5, 1.0, 1.0, None),
+    ("rect_13x29_r5_T5", 13, 29, 8, 4, 5, 5, 1.0, 0.5, 1.0, 1.0, None),
+    ("rect_29x13_r6_T4", 29, 13, 8, 4, 6, 4, 0.5, 0.5, 1.0, 1.0, None),
+    ("mask_sub_n20_r4_T5", 20, 20, 8, 5, 4, 5, 1.0, 0.5, 1.0, 1.0, [3, 7, 8, 15, 19]),
+    ("mask_sub_n20_r5_T2", 20, 20, 8, 5, 5, 2, 0.5, 0.5, 1.0, 1.0, [0, 1, 10, 11, 12, 18]),
+]
+
+
+def operator_string(r, budget, eps, mass_temp):
+    return f"lot:r={r},T={budget},eps={eps:g},mass_temp={mass_temp:g},pivot_init=file"
+
+
+def check_case(name, result, q, k, pivots, logits, budget, eps, mass_temp, mask):
+    qv, kv, plan = q, k, result.plan
+    if mask is not None:  # subsequence: the valid block is LOT on the valid tokens
+        idx = torch.nonzero(mask).squeeze(1)
+        qv, kv, plan = q[idx], k[idx], plan[idx[:, None], idx[None, :]]
+    expected = ref.scaling_lot_plan(qv, kv, pivots, logits, eps, budget, mass_temp)
+    err = (plan - expected).abs().max().item()
+    if not err < 1e-12:
+        raise SystemExit(f"{name}: log-domain LOT differs from the scaling form by {err:.3e}")
+    if budget == 1:
+        d = q.shape[1]
+        agent = torch.softmax(qv @ pivots.T / math.sqrt(d) / eps, 1) @ torch.softmax(pivots @ kv.T / math.sqrt(d) / eps, 1)
+        err = (plan - agent).abs().max().item()
+        if not err < 1e-14:
+            raise SystemExit(f"{name}: T=1 is not agent attention (error {err:.3e})")
+    exact_side = plan.sum(1) if budget % 2 == 1 else plan.sum(0) * kv.shape[0] / qv.shape[0]
+    err = (exact_side - 1).abs().max().item()
+    if not err < 1e-12:
+        raise SystemExit(f"{name}: the exact side of A is off by {err:.3e}")
+
+
+def make_case(out_dir, rng, spec):
+    name, n_q, n_k, d, d_v, r, budget, eps, mass_temp, pivot_std, q_scale, padded = spec
+    q = torch.from_numpy(q_scale * rng.standard_normal((n_q, d)))
+    k = torch.from_numpy(rng.standard_normal((n_k, d)))
+    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
+    pivots = torch.from_numpy((pivot_std or 1 / math.sqrt(d)) * rng.standard_normal((r, d)))
+    logits = torch.from_numpy(0.5 * rng.standard_normal(r))
+    mask = None
+    if padded is not None:
+        mask = torch.ones(n_q, dtype=torch.bool)
+        mask[padded] = False
+    result = ref.lot_attention(q, k, val, pivots=pivots, mass_logits=logits, eps=eps, budget=budget,
+                               mass_temp=mass_temp, mask=mask)
+    check_case(name, result, q, k, pivots, logits, budget, eps, mass_temp, mask)
+
+    case_dir = os.path.join(out_dir, name)
+    os.makedirs(case_dir, exist_ok=True)
+    arrays = {"q": q, "k": k, "v": val, "pivots": pivots, "mass_logits": logits, "plan": result.plan,
+              "output": result.output, "P1": result.P1, "P2": result.P2, "w": result.w, "u1": result.u1,
+              "v1": result.v1, "u2": result.u2, "v2": result.v2}
+    if mask is not None:
+        arrays["mask"] = mask
+    for key, tensor in arrays.items():
+        np.save(os.path.join(case_dir, key + ".npy"), np.ascontiguousarray(tensor.numpy()))
+    return {"name": name, "op": operator_string(r, budget, eps, mass_temp), "n_q": n_q, "n_k": n_k, "d": d,
+            "d_v": d_v, "r": r, "T": budget, "eps": eps, "mass_temp": mass_temp, "mask": mask is not None}
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "lot"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=default_out)
+    parser.add_argument("--seed", type=int, default=20250611)
+    args = parser.parse_args()
+
+    torch.set_default_dtype(torch.float64)
+    rng = np.random.default_rng(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    cases = [make_case(args.out, rng, spec) for spec in CASES]
+    manifest = {"generator": "scripts/reference/make_lot_fixtures.py", "seed": args.seed,
+                "torch": torch.__version__, "dtype": "float64",
+                "files": "q k v pivots mass_logits [mask] -> plan (A = n_q P1 diag(1/w) P2) output (A V) "
+                         "P1 P2 w u1 v1 u2 v2 (score coordinates, 0 where padded)",
+                "op_note": "append ,pivots=<case>/pivots.npy,mass_logits=<case>/mass_logits.npy to op",
+                "cases": cases}
+    with open(os.path.join(args.out, "cases.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    print(f"wrote {len(cases)} cases to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
