@@ -1,6 +1,8 @@
 #include "data/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common/errors.h"
 #include "data/random.h"
@@ -42,21 +44,31 @@ Eigen::Vector3d randomDirection(SeededRandom& rng) {
   return norm > 0 ? Eigen::Vector3d(z / norm) : Eigen::Vector3d(1, 0, 0);
 }
 
-Eigen::Vector3d samplePoint(const std::string& shape, SeededRandom& rng) {
-  if (shape == "sphere") return randomDirection(rng);
+// A point on the shape and its position along the shape's main parameter (used to order tokens).
+struct ShapePoint {
+  Eigen::Vector3d x;
+  double position;
+};
+
+ShapePoint samplePoint(const std::string& shape, SeededRandom& rng) {
+  if (shape == "sphere") {
+    const Eigen::Vector3d x = randomDirection(rng);
+    return {x, std::atan2(x.y(), x.x())};
+  }
   if (shape == "torus") {
     // Major radius 1, minor radius 0.35, angles uniform (a slight density bias toward the inner ring is fine).
     const double a = 2 * M_PI * rng.uniform(), b = 2 * M_PI * rng.uniform();
     const double ring = 1.0 + 0.35 * std::cos(b);
-    return {ring * std::cos(a), ring * std::sin(a), 0.35 * std::sin(b)};
+    return {{ring * std::cos(a), ring * std::sin(a), 0.35 * std::sin(b)}, a};
   }
   if (shape == "two-clusters") {
     const double side = rng.uniform() < 0.5 ? -1.0 : 1.0;
-    return Eigen::Vector3d(side * 0.8, 0, 0) + 0.25 * Eigen::Vector3d(rng.normal(), rng.normal(), rng.normal());
+    const Eigen::Vector3d x = Eigen::Vector3d(side * 0.8, 0, 0) + 0.25 * Eigen::Vector3d(rng.normal(), rng.normal(), rng.normal());
+    return {x, x.x()};
   }
   // noisy-line: along the diagonal direction, points in [-1, 1].
   const double s = 2 * rng.uniform() - 1;
-  return s * Eigen::Vector3d(1, 1, 1).normalized();
+  return {s * Eigen::Vector3d(1, 1, 1).normalized(), s};
 }
 
 }  // namespace
@@ -123,14 +135,20 @@ AttentionInput<double> generateCloud(const ParamSet& p) {
   const std::string shape = getString(p, "shape");
   const double noise = getReal(p, "noise"), offset = getReal(p, "offset");
   SeededRandom rng(uint64_t(getInt(p, "seed")));
+  // Tokens are ordered along the shape (torus/sphere angle, line position), so that a plan that moves
+  // mass between nearby points shows as a band in the heatmap instead of scattered dots.
   auto sample = [&](double shiftX) {
-    MatD m(n, 3);
+    std::vector<ShapePoint> points;
     for (Eigen::Index i = 0; i < n; ++i) {
-      Eigen::Vector3d x = samplePoint(shape, rng);
-      x += noise * Eigen::Vector3d(rng.normal(), rng.normal(), rng.normal());
-      x.x() += shiftX;
-      m.row(i) = x.transpose();
+      ShapePoint p = samplePoint(shape, rng);
+      p.x += noise * Eigen::Vector3d(rng.normal(), rng.normal(), rng.normal());
+      p.x.x() += shiftX;
+      points.push_back(p);
     }
+    std::stable_sort(points.begin(), points.end(),
+                     [](const ShapePoint& a, const ShapePoint& b) { return a.position < b.position; });
+    MatD m(n, 3);
+    for (Eigen::Index i = 0; i < n; ++i) m.row(i) = points[size_t(i)].x.transpose();
     return m;
   };
   AttentionInput<double> in;

@@ -10,9 +10,10 @@ namespace tl {
 AttentionInput<double> generateGaussian(const ParamSet& params);
 ParamSchema gaussianSchema();
 
-// 3-D point clouds: queries and keys are two independent samples of the same shape (so a plan can be
-// drawn in space), keys translated by `offset` along x; V = K, so the output A·V is where each query
-// is transported to (its barycentric projection).
+// 3-D point clouds: queries and keys are two independent samples of the same shape, each ordered along
+// the shape, so a plan can be drawn in space and local transport shows as a band in the heatmap; keys
+// translated by `offset` along x; V = K, so the output A·V is where each query is transported to (its
+// barycentric projection).
 AttentionInput<double> generateCloud(const ParamSet& params);
 ParamSchema cloudSchema();
 

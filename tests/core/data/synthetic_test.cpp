@@ -56,5 +56,19 @@ TEST(SyntheticCloud, ThreeDimensionalWithValuesEqualToKeys) {
   }
 }
 
+// Tokens are ordered along the shape, so nearby indices are nearby points: on a noiseless torus the major
+// angle in [0, 2π) never decreases with the token index, and on a line the coordinate along it increases.
+TEST(SyntheticCloud, TokensAreOrderedAlongTheShape) {
+  const ParamSchema schema = cloudSchema();
+  const auto torus = generateCloud(schema.parse("shape=torus,n=200,noise=0,seed=1", "cloud"));
+  const auto angle = [&](int i) {
+    const double a = std::atan2(torus.Q(i, 1), torus.Q(i, 0));
+    return a < 0 ? a + 2 * M_PI : a;
+  };
+  for (int i = 1; i < 200; ++i) EXPECT_LE(angle(i - 1), angle(i) + 1e-12) << "token " << i;
+  const auto line = generateCloud(schema.parse("shape=noisy-line,n=100,noise=0,seed=2", "cloud"));
+  for (int i = 1; i < 100; ++i) EXPECT_LE(line.K.row(i - 1).sum(), line.K.row(i).sum() + 1e-12);
+}
+
 }  // namespace
 }  // namespace tl
