@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "io/npy.h"
 #include "ops/log_domain.h"
 #include "ops/lot_coupling.h"
 #include "ops/registry.h"
@@ -142,10 +143,17 @@ LotParams LotParams::from(const ParamSet& params) {
   p.eps = getReal(params, "eps");
   p.T = int(getInt(params, "T"));
   p.massTemp = getReal(params, "mass_temp");
-  p.pivotInit = parsePivotInit(getString(params, "pivot_init"));
   p.seed = uint64_t(getInt(params, "seed"));
   p.maskMode = parseMaskMode(getString(params, "mask_mode"));
-  if (const auto pivotsPath = getOptionalString(params, "pivots")) p.pivots = readPivotLocations(*pivotsPath, p.r);
+  const auto pivotsPath = getOptionalString(params, "pivots");
+  // auto: a pivots file means "use it" (and fixes r to its number of rows); otherwise k-means.
+  const std::string init = getString(params, "pivot_init");
+  p.pivotInit = init == "auto" ? (pivotsPath ? PivotInit::File : PivotInit::KMeans) : parsePivotInit(init);
+  if (pivotsPath) {
+    p.pivots = readNpyMatrix<double>(*pivotsPath);
+    p.r = int(p.pivots.rows());
+    p.pivots = readPivotLocations(*pivotsPath, p.r);
+  }
   if (const auto logitsPath = getOptionalString(params, "mass_logits")) p.massLogits = readMassLogits(*logitsPath, p.r);
   validateParams(p);
   return p;
@@ -240,20 +248,21 @@ void registerLot(OperatorRegistry& registry) {
   ParamSpec pivotInit;
   pivotInit.name = "pivot_init";
   pivotInit.type = ParamType::Choice;
-  pivotInit.choices = {"kmeans", "gaussian", "file"};
-  pivotInit.defaultValue = std::string("kmeans");
+  pivotInit.choices = {"auto", "kmeans", "gaussian", "file"};
+  pivotInit.defaultValue = std::string("auto");
   pivotInit.description =
-      "pivot locations: kmeans = k-means centres of queries and keys (uniform masses); gaussian = N(0, 1/d) "
-      "locations and N(0, 0.25) logits from seed; file = the pivots file";
+      "pivot locations: auto = the pivots file when given, else kmeans; kmeans = k-means centres of queries and "
+      "keys (uniform masses); gaussian = N(0, 1/d) locations and N(0, 0.25) logits from seed; file = the pivots file";
   const ParamSchema schema({
-      intSpec("r", 1, 4096, 128, 32, "number of pivots, the rank of A (at most the number of tokens n)"),
+      intSpec("r", 1, 4096, 128, 32,
+              "number of pivots, the rank of A (at most the number of tokens n); a pivots file sets it to its rows"),
       positiveRealSpec("eps", 1.0, "temperature dividing the scores of both problems: kernel exp(S/eps)"),
       intSpec("T", 1, 100000, 500, 5,
               "budget of each of the two problems: single normalisations, rows first (odd T: rows of A exact; "
               "even T: columns exact)"),
       positiveRealSpec("mass_temp", 0.5, "temperature dividing the pivot mass logits: w = softmax(logits/mass_temp)"),
       pivotInit,
-      pathSpec("pivots", "r×d .npy of pivot locations (with pivot_init=file)"),
+      pathSpec("pivots", "r×d .npy of pivot locations (pivot_init=auto or file)"),
       pathSpec("mass_logits", "length-r .npy of pivot mass logits (replaces those of pivot_init)"),
       intSpec("seed", 0, 2147483647, 1000, 0, "seed of the k-means++ seeding or of the Gaussian pivots"),
       maskModeSpec(false),

@@ -144,7 +144,7 @@ TEST(LotPivots, RegistryDefaults) {
   EXPECT_EQ(getInt(spec.params, "T"), 5);
   EXPECT_DOUBLE_EQ(getReal(spec.params, "eps"), 1.0);
   EXPECT_DOUBLE_EQ(getReal(spec.params, "mass_temp"), 0.5);
-  EXPECT_EQ(getString(spec.params, "pivot_init"), "kmeans");
+  EXPECT_EQ(getString(spec.params, "pivot_init"), "auto");  // k-means unless a pivots file is given
   EXPECT_EQ(getInt(spec.params, "seed"), 0);
   EXPECT_EQ(getString(spec.params, "mask_mode"), "subsequence");
   EXPECT_EQ(spec.params.count("pivots"), 0u);
@@ -275,9 +275,15 @@ TEST(LotPivots, RegistryRejectsBadText) {
   test::TempDir dir;
   writeNpy(dir.file("z5.npy"), MatD(gaussian(5, 4, 1)));
   writeNpy(dir.file("theta3.npy"), VecD(gaussian(3, 1, 1)));
-  EXPECT_TRUE(throwsWith<InvalidArgument>(
-      [&] { (void)reg.create(reg.parse("lot:r=4,pivot_init=file,pivots=" + dir.file("z5.npy"))); },
-      {"z5.npy", "5 pivots", "r = 4", "r=5"}));
+  // A pivots file sets r to its number of rows, with pivot_init=auto (the default) or file: the issue's
+  // "lot:pivots=Z.npy,mass_logits=w.npy,T=5,eps=1" needs neither r nor pivot_init.
+  for (const std::string text : {"lot:pivots=" + dir.file("z5.npy"), "lot:r=4,pivot_init=file,pivots=" + dir.file("z5.npy")}) {
+    const auto op = reg.create(reg.parse(text));
+    AttentionInput<double> in;
+    in.Q = gaussian(9, 4, 2);
+    in.K = gaussian(9, 4, 3);
+    EXPECT_EQ(op->run(in, noFeedback()).extras.at("lot_pivots").rows(), 5) << text;
+  }
   EXPECT_TRUE(throwsWith<InvalidArgument>(
       [&] { (void)reg.create(reg.parse("lot:r=5,pivot_init=kmeans,pivots=" + dir.file("z5.npy"))); },
       {"pivot_init=file"}));
