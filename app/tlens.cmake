@@ -6,6 +6,10 @@ add_executable(tlens
   cli/help.cpp
   cli/plan_command.cpp
   cli/plan_metrics.cpp
+  cli/input_options.cpp
+  cli/compare_command.cpp
+  cli/compare_report.cpp
+  cli/text_table.cpp
   cli/render_command.cpp
   cli/bench_command.cpp
   cli/reference_bench.cpp

@@ -9,6 +9,7 @@ namespace tl::cli {
 using Args = std::vector<std::string>;
 
 int planCommand(const Args& args);
+int compareCommand(const Args& args);
 int renderCommand(const Args& args);
 int benchCommand(const Args& args);
 

@@ -20,6 +20,7 @@ struct CommandEntry {
 const std::map<std::string, CommandEntry>& commands() {
   static const std::map<std::string, CommandEntry> table = {
       {"plan", {tl::cli::planCommand, "compute one operator's plan, duals, output and metrics for an input"}},
+      {"compare", {tl::cli::compareCommand, "run several operators on one input; table of analyses and distances"}},
       {"render", {tl::cli::renderCommand, "run a session file and write its figures (PNG/SVG/PDF)"}},
       {"bench", {tl::cli::benchCommand, "time operators on the CPU next to the PyTorch reference"}},
   };

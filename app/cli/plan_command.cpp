@@ -4,7 +4,7 @@
 
 #include "arguments.h"
 #include "commands.h"
-#include "common/errors.h"
+#include "input_options.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "plan_metrics.h"
@@ -14,33 +14,13 @@ namespace tl::cli {
 namespace {
 
 CommandLine planCommandLine() {
-  return CommandLine(
-      "plan", "Compute one operator's attention plan, final duals, output and metrics for one input.",
-      {{"q", "Q.npy", "queries, n_q x d (float32/float64 .npy)"},
-       {"k", "K.npy", "keys, n_k x d"},
-       {"v", "V.npy", "values, n_k x d_v (optional; output.npy is written when given)"},
-       {"mask", "M.npy", "padding mask, length n: 1 = valid token, 0 = padding (optional)"},
-       {"source", "SPEC", "synthetic input instead of files, e.g. \"synthetic:gaussian:n=256,d=64,seed=0\""},
-       {"op", "SPEC", "operator, e.g. \"sinkhorn:T=10,eps=0.5\" (see the list below)"},
-       {"precision", "f64|f32", "computation precision; files are written in it (default f64)"},
-       {"out", "DIR", "output folder (created if missing)"},
-       {"json", "", "print metrics.json to stdout instead of a summary line"}});
-}
-
-SourceSpec sourceFrom(const CommandLine& cl) {
-  const bool fromFiles = cl.has("q") || cl.has("k") || cl.has("v") || cl.has("mask");
-  if (cl.has("source")) {
-    if (fromFiles) throw InvalidArgument("give either --source or --q/--k files, not both");
-    return SourceSpec::parse(cl.required("source"));
-  }
-  if (!cl.has("q") || !cl.has("k")) throw InvalidArgument("'plan' needs --q and --k, or --source");
-  SourceSpec spec;
-  spec.kind = SourceSpec::Kind::Files;
-  spec.q = cl.required("q");
-  spec.k = cl.required("k");
-  spec.v = cl.get("v").value_or("");
-  spec.mask = cl.get("mask").value_or("");
-  return spec;
+  std::vector<OptionSpec> options = inputOptions();
+  options.insert(options.end(),
+                 {{"op", "SPEC", "operator, e.g. \"sinkhorn:T=10,eps=0.5\" (see the list below)"},
+                  {"out", "DIR", "output folder (created if missing)"},
+                  {"json", "", "print metrics.json to stdout instead of a summary line"}});
+  return CommandLine("plan", "Compute one operator's attention plan, final duals, output and metrics for one input.",
+                     std::move(options));
 }
 
 // Every array goes out in the precision it was computed in (the result is widened to double for analysis;
@@ -73,7 +53,7 @@ int planCommand(const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   PlanRunInfo info;
   info.op = OperatorRegistry::builtin().parse(cl.required("op"));
-  info.precision = parsePrecision(cl.get("precision").value_or("f64"));
+  info.precision = precisionFrom(cl);
   info.source = sourceFrom(cl);
   const std::string outDir = cl.required("out");
 

@@ -2,12 +2,11 @@
 
 #include <cmath>
 
-#include "analysis/plan_stats.h"
-
 namespace tl::cli {
 namespace {
 
-// JSON has no infinity or NaN; a non-finite error (which would be a bug worth seeing) is written as null.
+// JSON has no infinity or NaN: a non-finite number (an infinite row KL, or an error that would be a bug worth
+// seeing) is written as null.
 nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 nlohmann::json errorsJson(const MarginalErrors& e) {
@@ -25,6 +24,30 @@ nlohmann::json paramsJson(const ParamSet& params) {
 
 }  // namespace
 
+nlohmann::json analysisJson(const PlanAnalysis& a) {
+  nlohmann::json rank;
+  if (a.rank) {
+    rank = {{"effective", number(a.rank->effective)},
+            {"numerical", a.rank->numerical},
+            {"tolerance", number(a.rank->tolerance)}};
+  } else {
+    rank = {{"skipped", "n > " + std::to_string(kMaxRankSize) + " (singular values would take too long)"}};
+  }
+  return {{"marginal_errors", errorsJson(a.errors)},
+          {"mass_mismatch", a.massMismatch},
+          {"row_entropy", {{"mean", number(a.entropy.mean)}, {"std", number(a.entropy.stddev)}}},
+          {"column_mass", {{"max_sum", number(a.columnMass.maxSum)}, {"gini", number(a.columnMass.gini)}}},
+          {"rank", rank},
+          {"seconds", a.seconds}};
+}
+
+nlohmann::json comparisonJson(const PlanComparison& c) {
+  return {{"relative_frobenius", number(c.relativeFrobenius)},
+          {"max_abs", number(c.maxAbs)},
+          {"mean_row_kl", number(c.meanRowKl)},
+          {"output_difference", c.outputDifference ? number(*c.outputDifference) : nlohmann::json(nullptr)}};
+}
+
 nlohmann::json planMetrics(const PlanRunInfo& info, const PlanResult<double>& result) {
   nlohmann::json history = nlohmann::json::array();
   for (size_t t = 0; t < result.errorHistory.size(); ++t) {
@@ -32,22 +55,19 @@ nlohmann::json planMetrics(const PlanRunInfo& info, const PlanResult<double>& re
     step["step"] = t + 1;
     history.push_back(step);
   }
-  const RowEntropy entropy = rowEntropy(result.plan);
-  return {{"family", info.op.family},
-          {"operator", info.op.toString()},
-          {"params", paramsJson(info.op.params)},
-          {"source", info.source.toString()},
-          {"precision", precisionName(info.precision)},
-          {"n_q", info.nQueries},
-          {"n_k", info.nKeys},
-          {"d", info.headDim},
-          {"plan_scale", "attention (A = n_q P; rows = queries)"},
-          {"marginal_errors", errorsJson(result.errors)},
-          {"marginal_error_history", history},
-          {"mass_mismatch", result.massMismatch},
-          {"row_entropy", {{"mean", number(entropy.mean)}, {"std", number(entropy.stddev)}}},
-          {"seconds", result.seconds},
-          {"wall_seconds", info.wallSeconds}};
+  nlohmann::json metrics = {{"family", info.op.family},
+                            {"operator", info.op.toString()},
+                            {"params", paramsJson(info.op.params)},
+                            {"source", info.source.toString()},
+                            {"precision", precisionName(info.precision)},
+                            {"n_q", info.nQueries},
+                            {"n_k", info.nKeys},
+                            {"d", info.headDim},
+                            {"plan_scale", "attention (A = n_q P; rows = queries)"},
+                            {"marginal_error_history", history},
+                            {"wall_seconds", info.wallSeconds}};
+  metrics.update(analysisJson(analyzePlan(result, unitRoundoff(info.precision))));
+  return metrics;
 }
 
 }  // namespace tl::cli

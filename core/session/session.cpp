@@ -1,6 +1,7 @@
 #include "session/session.h"
 
 #include <filesystem>
+#include <limits>
 
 #include "common/errors.h"
 #include "io/atomic_file.h"
@@ -16,6 +17,10 @@ Precision parsePrecision(const std::string& text) {
 }
 
 const char* precisionName(Precision p) { return p == Precision::F64 ? "f64" : "f32"; }
+
+double unitRoundoff(Precision p) {
+  return p == Precision::F64 ? std::numeric_limits<double>::epsilon() : double(std::numeric_limits<float>::epsilon());
+}
 
 namespace {
 

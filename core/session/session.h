@@ -15,6 +15,8 @@ namespace tl {
 enum class Precision { F64, F32 };
 Precision parsePrecision(const std::string& text);  // "f64" | "f32"
 const char* precisionName(Precision p);
+// Unit roundoff of the precision (2^-52 or 2^-23): what numerical-rank tolerances scale with (analysis/rank.h).
+double unitRoundoff(Precision p);
 
 struct ExportSettings {
   std::vector<std::string> formats{"png", "svg", "pdf"};

@@ -64,4 +64,22 @@ int lineCount(const std::string& text) {
   return lines;
 }
 
+::testing::AssertionResult failsWithOneErrorLine(const CliRun& run, int status,
+                                                 const std::vector<std::string>& mentions) {
+  if (run.status != status)
+    return ::testing::AssertionFailure() << "exit status " << run.status << ", expected " << status
+                                         << "; stderr: " << run.err;
+  if (run.err.rfind("tlens: error: ", 0) != 0 || lineCount(run.err) != 1)
+    return ::testing::AssertionFailure() << "stderr is not one 'tlens: error: ' line: " << run.err;
+  for (const auto& needle : mentions)
+    if (run.err.find(needle) == std::string::npos)
+      return ::testing::AssertionFailure() << "stderr does not mention '" << needle << "': " << run.err;
+  return ::testing::AssertionSuccess() << run.err;
+}
+
+bool familyListed(const std::string& family) {
+  const std::string help = runTlens({"--help"}).out;
+  return help.find("\n  " + family + "  ") != std::string::npos;
+}
+
 }  // namespace tl::testing

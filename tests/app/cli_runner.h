@@ -1,6 +1,8 @@
 #pragma once
 // Runs the real `tlens` binary (path from TL_TLENS_PATH, set by tests/app/CMakeLists.txt) and captures its
 // exit status, stdout and stderr; plus a scratch folder per test.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -23,5 +25,18 @@ void writeText(const std::string& path, const std::string& bytes);
 
 // Number of lines in `text` (a trailing newline does not start a new line).
 int lineCount(const std::string& text);
+
+// The error contract of main.cpp: exit `status`, exactly one "tlens: error: ..." line on stderr, and that
+// line mentions every needle (case-sensitive).
+[[nodiscard]] ::testing::AssertionResult failsWithOneErrorLine(const CliRun& run, int status,
+                                                               const std::vector<std::string>& mentions = {});
+
+// Whether `tlens --help` lists the operator family (a line "  <family>  <description>").
+bool familyListed(const std::string& family);
+
+// Skips the calling test, naming the family, when this build's registry lacks it.
+#define TL_SKIP_UNLESS_LISTED(family)                                      \
+  if (!::tl::testing::familyListed(family))                                \
+  GTEST_SKIP() << "operator family '" << (family) << "' is not registered in this build"
 
 }  // namespace tl::testing

@@ -50,5 +50,13 @@ TEST(Csv, WritesFileAtomically) {
   EXPECT_TRUE(test::throwsWith<FileError>([&] { writeCsv((dir.path() / "no" / "m.csv").string(), m); }));
 }
 
+TEST(Csv, TableQuotesCellsThatNeedIt) {
+  const std::string text = encodeCsvTable({"operator", "gini"}, {{"sinkhorn:T=20,eps=1", "0.5"},
+                                                                  {"say \"hi\"", ""},
+                                                                  {"softmax", "1e-3"}});
+  EXPECT_EQ(text, "operator,gini\n\"sinkhorn:T=20,eps=1\",0.5\n\"say \"\"hi\"\"\",\nsoftmax,1e-3\n");
+  EXPECT_TRUE(test::throwsWith<InvalidArgument>([] { (void)encodeCsvTable({"a", "b"}, {{"1"}}); }, {"row 1", "header"}));
+}
+
 }  // namespace
 }  // namespace tl

@@ -1,0 +1,101 @@
+// End-to-end: `tlens plan` for every operator family with its file parameters, writing plan.npy, the
+// family's extras and metrics.json with the analyses of analysis/summary.h.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "io/npy.h"
+
+namespace tl::testing {
+namespace {
+
+constexpr const char* kSource = "synthetic:gaussian:n=12,d=4,seed=5";  // n = 12 tokens, head dimension d = 4
+
+MatD smoothMatrix(int rows, int cols, double phase) {
+  MatD m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std::sin(1.3 * double(i) + phase);
+  return m;
+}
+
+class TlensFamilies : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = scratchDir("families"); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Runs `tlens plan --op op` on kSource into out/ and returns metrics.json; the family must be listed.
+  nlohmann::json plan(const std::string& op, const std::vector<std::string>& files) {
+    const CliRun run = runTlens({"plan", "--source", kSource, "--op", op, "--out", path("out")});
+    EXPECT_EQ(run.status, 0) << run.err;
+    for (const auto& name : files) EXPECT_TRUE(fileExists(path("out/" + name))) << op << ": " << name;
+    return nlohmann::json::parse(readText(path("out/metrics.json")));
+  }
+
+  std::string dir_;
+};
+
+// Every family's metrics carry the analyses with sane ranges (n = 12).
+void expectAnalyses(const nlohmann::json& m) {
+  for (const std::string key : {"marginal_errors", "mass_mismatch", "row_entropy", "column_mass", "rank", "seconds"})
+    EXPECT_TRUE(m.contains(key)) << key;
+  EXPECT_GE(m["column_mass"]["gini"].get<double>(), 0.0);
+  EXPECT_LE(m["column_mass"]["gini"].get<double>(), 11.0 / 12.0 + 1e-12);
+  EXPECT_GE(m["rank"]["effective"].get<double>(), 1.0 - 1e-12);
+  EXPECT_LE(m["rank"]["numerical"].get<int>(), 12);
+  EXPECT_GT(m["rank"]["tolerance"].get<double>(), 0.0);
+}
+
+TEST_F(TlensFamilies, Softmax) {
+  const auto m = plan("softmax", {"plan.npy", "output.npy", "metrics.json"});
+  expectAnalyses(m);
+  EXPECT_GT(m["column_mass"]["gini"].get<double>(), 0.0);  // rows normalised only: columns unequal
+}
+
+TEST_F(TlensFamilies, SinkhornColumnEndingHasBalancedColumns) {
+  const auto m = plan("sinkhorn:T=20", {"plan.npy", "u.npy", "v.npy"});
+  expectAnalyses(m);
+  EXPECT_LT(m["column_mass"]["gini"].get<double>(), 1e-12);
+  EXPECT_NEAR(m["column_mass"]["max_sum"].get<double>(), 1.0, 1e-12);
+}
+
+TEST_F(TlensFamilies, AsapWithSliceAndBetaFiles) {
+  TL_SKIP_UNLESS_LISTED("asap");
+  writeNpy(path("TH.npy"), smoothMatrix(3, 4, 0.2));  // L = 3 slices of dimension d = 4
+  writeNpy(path("b.npy"), VecD(smoothMatrix(3, 1, 1.0).col(0)));
+  const auto m = plan("asap:slices=" + path("TH.npy") + ",beta=" + path("b.npy") + ",variant=two-sided",
+                      {"plan.npy", "asap_u.npy", "metrics.json"});
+  expectAnalyses(m);
+  EXPECT_EQ(m["family"], "asap");
+}
+
+TEST_F(TlensFamilies, Banded) {
+  TL_SKIP_UNLESS_LISTED("banded");
+  const auto m = plan("banded:W=16,base_steps=15,tail_steps=2", {"plan.npy", "banded_tile_row_errors.npy"});
+  expectAnalyses(m);
+}
+
+TEST_F(TlensFamilies, EspHardIsExactlyDoublyStochastic) {
+  TL_SKIP_UNLESS_LISTED("esp");
+  const auto m = plan("esp:tau=1,slicer=axis", {"plan.npy", "esp_weights.npy", "metrics.json"});
+  expectAnalyses(m);
+  EXPECT_LT(m["column_mass"]["gini"].get<double>(), 1e-12);
+}
+
+TEST_F(TlensFamilies, LotWithPivotAndMassFilesHasRankAtMostR) {
+  TL_SKIP_UNLESS_LISTED("lot");
+  writeNpy(path("Z.npy"), smoothMatrix(3, 4, 0.7));  // r = 3 pivots of dimension d = 4
+  writeNpy(path("w.npy"), VecD(smoothMatrix(3, 1, 2.0).col(0)));
+  const auto m =
+      plan("lot:r=3,pivot_init=file,pivots=" + path("Z.npy") + ",mass_logits=" + path("w.npy") + ",T=5,eps=1",
+           {"plan.npy", "lot_P1.npy", "lot_P2.npy", "metrics.json"});
+  expectAnalyses(m);
+  EXPECT_LE(m["rank"]["numerical"].get<int>(), 3);  // A = P1 diag(1/w) P2 factors through r pivots
+}
+
+TEST_F(TlensFamilies, Diff) {
+  TL_SKIP_UNLESS_LISTED("diff");
+  expectAnalyses(plan("diff:lambda=0.5", {"plan.npy", "metrics.json"}));
+}
+
+}  // namespace
+}  // namespace tl::testing
