@@ -51,6 +51,9 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
   r.uHistory.resize(T_, ut.size());
   r.vHistory.resize(T_, vt.size());
   r.errorHistory.assign(size_t(T_), MarginalErrors{});
+  // Accumulated centring shift c: the raw (never-centred) potentials are (ut + c, vt − c). Those are the
+  // ones written out (spec/README.md errata 3); −inf stays −inf.
+  T gauge = 0;
   for (int t = 1; t <= T_ + 1; ++t) {
     feedback.throwIfCanceled();
     if (t % 2 == 1) {
@@ -83,14 +86,15 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
         const T m = active.any() ? active.select(ut.array(), T(0)).sum() / T(active.count()) : T(0);
         ut = active.select(ut.array() - m, negInf).matrix();
         vt = (vt.array() != negInf).select(vt.array() + m, negInf).matrix();
+        gauge += m;
       }
     }
-    r.uHistory.row(t - 1) = (eps * ut).transpose();
-    r.vHistory.row(t - 1) = (eps * vt).transpose();
+    r.uHistory.row(t - 1) = (eps * (ut.array() + gauge)).transpose();
+    r.vHistory.row(t - 1) = (eps * (vt.array() - gauge)).transpose();
     feedback.setProgress(double(t) / T_, options.stage);
   }
-  r.u = eps * ut;
-  r.v = eps * vt;
+  r.u = (eps * (ut.array() + gauge)).matrix();
+  r.v = (eps * (vt.array() - gauge)).matrix();
   r.errors = r.errorHistory.back();
 }
 

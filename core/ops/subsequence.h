@@ -1,6 +1,7 @@
 #pragma once
 // mask_mode=subsequence for any operator: run on the valid tokens only, then scatter the result back
 // into full size with zero plan rows/columns, zero output rows and -inf duals at padded positions.
+// Family extras keep the shape the family gave them on the valid tokens (their rows need not be tokens).
 #include <functional>
 
 #include "common/attention_input.h"
