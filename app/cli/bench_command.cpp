@@ -1,10 +1,14 @@
 // `tlens bench`: median wall time of each operator's C++ CPU path per n, next to the PyTorch reference
 // formulation (scripts/reference/bench_reference.py) run in the same invocation on the same machine.
-// Speed is reported, never asserted (ARCHITECTURE.md, tests).
+// Speed is reported, never asserted (ARCHITECTURE.md, tests). With --lazy both sides time O = A·V only
+// (Operator::applyLazy), so the families with structured plans (banded, ESP hard, LOT) reach large n.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <thread>
 
 #include <Eigen/Core>
 
@@ -13,6 +17,7 @@
 #include "common/errors.h"
 #include "data/random.h"
 #include "io/atomic_file.h"
+#include "io/npy.h"
 #include "ops/registry.h"
 #include "reference_bench.h"
 #include "session/session.h"
@@ -28,6 +33,7 @@ CommandLine benchCommandLine() {
        {"d", "D", "head dimension (default 64)"},
        {"repeats", "R", "timed runs per operator and n; the median is reported (default 7)"},
        {"precision", "f64|f32", "computation precision (default f64)"},
+       {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
        {"json", "FILE", "also write every timing as JSON to FILE"}});
 }
 
@@ -53,23 +59,82 @@ double median(std::vector<double> xs) {
   return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
 }
 
-// Times the operator call only (scores, normalisations, dense plan, output, its own diagnostics), after
-// one untimed warm-up run.
+// File parameters the bench makes itself (deterministic, seed = position of the --op), written as .npy into
+// `dir` so that the C++ operator and the reference read the same arrays: ASAP's compiled layer (L = 32 unit
+// slice directions, β ~ N(0, 1/L)) unless slices+beta or a dual are given; LOT's pivots (r×d ~ N(0, 1/d))
+// and mass logits (~ N(0, 1/4)) unless pivot_init=file already names them.
+void addGeneratedFiles(OperatorSpec& spec, int d, const std::string& dir, int index) {
+  SeededRandom random(uint64_t(1000 + index));
+  auto gaussian = [&](Eigen::Index rows, Eigen::Index cols, double sd) {
+    MatD m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = sd * random.normal();
+    return m;
+  };
+  auto save = [&](const char* name, const MatD& m) {  // a single column is written 1-D (length-L, length-r)
+    const std::string path = dir + "/op" + std::to_string(index) + "_" + name + ".npy";
+    if (m.cols() == 1)
+      writeNpy(path, VecD(m.col(0)));
+    else
+      writeNpy(path, m);
+    spec.params[name] = path;
+  };
+  const auto& p = spec.params;
+  if (spec.family == "asap" && !p.count("dual") && !(p.count("slices") && p.count("beta"))) {
+    const int L = 32;
+    const MatD z = gaussian(L, d, 1.0);
+    save("slices", MatD(z.rowwise().normalized()));
+    save("beta", gaussian(L, 1, 1.0 / std::sqrt(double(L))));
+  }
+  if (spec.family == "lot" && !(getString(p, "pivot_init") == "file" && p.count("pivots"))) {
+    const auto r = Eigen::Index(getInt(p, "r"));
+    spec.params["pivot_init"] = std::string("file");
+    save("pivots", gaussian(r, d, 1.0 / std::sqrt(double(d))));
+    save("mass_logits", gaussian(r, 1, 0.5));
+  }
+}
+
+// Times the operator call only (scores, normalisations, dense plan, output, its own diagnostics; or with
+// `lazy` the output A·V alone), after one untimed warm-up run.
 template <class T>
-std::vector<double> timeOperator(const Operator& op, int n, int d, int repeats) {
+std::vector<double> timeOperator(const Operator& op, int n, int d, int repeats, bool lazy) {
   const AttentionInput<T> input = gaussianHead<T>(n, d, 0);
-  op.run(input, noFeedback());
+  auto once = [&] {
+    if (lazy)
+      op.applyLazy(input, noFeedback());
+    else
+      op.run(input, noFeedback());
+  };
+  once();
   std::vector<double> seconds;
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    op.run(input, noFeedback());
+    once();
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return seconds;
 }
 
+// Removes the folder of generated files however the command ends.
+struct TemporaryFolder {
+  std::string path;
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// The CPU model as /proc/cpuinfo names it ("unknown" elsewhere), for the machine record of the JSON.
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
 struct BenchRow {
-  std::string op;
+  std::string op;        // as given on the command line
+  std::string resolved;  // defaults filled and generated file paths added: what both sides ran
   int n = 0;
   std::vector<double> cppSeconds;
   std::optional<double> referenceSeconds;
@@ -94,6 +159,7 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
   nlohmann::json results = nlohmann::json::array();
   for (const auto& row : rows) {
     nlohmann::json entry = {{"op", row.op},
+                            {"resolved", row.resolved},
                             {"n", row.n},
                             {"cpp_median_seconds", median(row.cppSeconds)},
                             {"cpp_seconds", row.cppSeconds}};
@@ -106,6 +172,12 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
   return {{"d", request.d},
           {"repeats", request.repeats},
           {"precision", request.precision},
+          {"lazy", request.lazy},
+          {"machine",
+           {{"cpu_model", cpuModel()},
+            {"logical_cores", std::thread::hardware_concurrency()},
+            {"cpp_threads", request.threads},
+            {"reference_threads", reference.report.value("threads", 0)}}},
           {"cpp_threads", request.threads},
           {"reference",
            {{"available", reference.available},
@@ -125,12 +197,21 @@ int benchCommand(const Args& args) {
     return 0;
   }
   ReferenceBenchRequest request;
-  std::vector<OperatorSpec> specs;
-  for (const auto& text : cl.all("op")) specs.push_back(OperatorRegistry::builtin().parse(text));
-  if (specs.empty()) throw InvalidArgument("'bench' needs at least one --op (see 'tlens bench --help')");
-  for (const auto& spec : specs) request.ops.push_back(spec.toString());
+  const std::vector<std::string> labels = cl.all("op");
+  if (labels.empty()) throw InvalidArgument("'bench' needs at least one --op (see 'tlens bench --help')");
   request.sizes = parsePositiveIntList("n", cl.required("n"));
   request.d = parsePositiveInt("d", cl.get("d").value_or("64"));
+  request.lazy = cl.has("lazy");
+  char dirTemplate[] = "/tmp/tlens-bench-files-XXXXXX";
+  if (!mkdtemp(dirTemplate)) throw InvalidArgument("bench: cannot create a temporary folder in /tmp");
+  const TemporaryFolder files{dirTemplate};
+  const std::string& fileDir = files.path;
+  std::vector<OperatorSpec> specs;
+  for (const auto& text : labels) {
+    specs.push_back(OperatorRegistry::builtin().parse(text));
+    addGeneratedFiles(specs.back(), request.d, fileDir, int(specs.size()));
+    request.ops.push_back(specs.back().toString());
+  }
   request.repeats = parsePositiveInt("repeats", cl.get("repeats").value_or("7"));
   const Precision precision = parsePrecision(cl.get("precision").value_or("f64"));
   request.precision = precisionName(precision);
@@ -138,22 +219,26 @@ int benchCommand(const Args& args) {
   request.threads = Eigen::nbThreads();
 
   std::vector<BenchRow> rows;
-  for (const auto& spec : specs) {
-    const auto op = OperatorRegistry::builtin().create(spec);
+  for (size_t s = 0; s < specs.size(); ++s) {
+    const auto op = OperatorRegistry::builtin().create(specs[s]);
+    if (request.lazy && !op->hasLazyApply())
+      throw InvalidArgument("bench --lazy: " + labels[s] + " has no lazy path (it needs the n×n plan)");
     for (int n : request.sizes) {
-      std::cerr << "timing " << spec.toString() << " at n=" << n << " ...\n";
-      rows.push_back({spec.toString(), n,
-                      precision == Precision::F64 ? timeOperator<double>(*op, n, request.d, request.repeats)
-                                                  : timeOperator<float>(*op, n, request.d, request.repeats),
+      std::cerr << "timing " << labels[s] << " at n=" << n << " ...\n";
+      rows.push_back({labels[s], request.ops[s], n,
+                      precision == Precision::F64
+                          ? timeOperator<double>(*op, n, request.d, request.repeats, request.lazy)
+                          : timeOperator<float>(*op, n, request.d, request.repeats, request.lazy),
                       std::nullopt});
     }
   }
   std::cerr << "timing the PyTorch reference (" << referencePython() << ") ...\n";
   const ReferenceTimings reference = runReferenceBench(request);
-  for (auto& row : rows) row.referenceSeconds = reference.medianSeconds(row.op, row.n);
+  for (auto& row : rows) row.referenceSeconds = reference.medianSeconds(row.resolved, row.n);
 
-  std::printf("C++ CPU path: %d thread(s), %s, d=%d, median of %d runs\n", request.threads,
-              request.precision.c_str(), request.d, request.repeats);
+  std::printf("C++ CPU path (%s): %d thread(s), %s, d=%d, median of %d runs%s\n", cpuModel().c_str(),
+              request.threads, request.precision.c_str(), request.d, request.repeats,
+              request.lazy ? ", lazy O = A·V only" : "");
   if (reference.available)
     std::printf("reference: PyTorch %s, %d thread(s)\n", reference.report.value("torch", "?").c_str(),
                 reference.report.value("threads", 0));

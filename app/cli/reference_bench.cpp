@@ -86,7 +86,7 @@ ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request) {
   for (const auto& op : request.ops) command += " --op " + shellQuote(op);
   command += " --n " + joinSizes(request.sizes) + " --d " + std::to_string(request.d) + " --repeats " +
              std::to_string(request.repeats) + " --threads " + std::to_string(request.threads) + " --precision " +
-             request.precision;
+             request.precision + (request.lazy ? " --lazy" : "");
   const ProcessOutput run = runShell(command);
   if (run.status != 0) {
     const std::string why = lastLine(run.err);

@@ -14,6 +14,7 @@ struct ReferenceBenchRequest {
   std::vector<int> sizes;
   int d = 64, repeats = 7, threads = 1;
   std::string precision = "f64";
+  bool lazy = false;  // time O = A·V only (Operator::applyLazy and the structured PyTorch formulations)
 };
 
 struct ReferenceTimings {

@@ -1,16 +1,22 @@
 #!/usr/bin/python3
-"""Times the reference formulation (attention_reference.py) on the CPU and prints JSON on stdout.
+"""Times the reference formulations on the CPU and prints JSON on stdout.
 
     /usr/bin/python3 scripts/reference/bench_reference.py --op sinkhorn:T=10,eps=1 --op softmax \
-        --n 128,256,512 --d 64 --repeats 7 --threads 1 --precision f64
+        --n 128,256,512 --d 64 --repeats 7 --threads 1 --precision f64 [--lazy]
 
 What is timed matches `tlens bench` (app/cli/bench_command.cpp): one head with Q, K, V ~ N(0, 1) of shape
-n × d; the whole operator (scores, T log-domain normalisations, the dense plan A and the output A V).
-The median of `repeats` runs after one untimed warm-up is reported.
+n × d; the whole operator (scores, normalisations, the dense plan A and the output A V), or with --lazy only
+O = A V without the n × n plan. The median of `repeats` runs after one untimed warm-up is reported.
+
+Formulations: softmax/sinkhorn (attention_reference.py), asap (asap_reference.py), banded
+(banded_reference.py), lot (lot_reference.py) are the literal dense references the fixtures come from;
+esp hard and every --lazy run use structured_reference.py (permutations, band, factors). File parameters
+(asap slices/beta/dual, lot pivots/mass_logits, esp slices) are read from the paths in the operator string,
+which `tlens bench` writes so both sides use the same arrays.
 
 Threads: `tlens bench` passes --threads equal to the number of threads its own CPU path uses (Eigen without
 OpenMP is single-threaded, so 1), and torch.set_num_threads gets that value, so the ratio compares like with
-like. Families the reference does not implement are reported with "error" instead of a time.
+like. Operators the reference does not cover are reported with "error" instead of a time.
 """
 import argparse
 import json
@@ -19,20 +25,82 @@ import statistics
 import sys
 import time
 
+import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import asap_reference  # noqa: E402
 import attention_reference as ref  # noqa: E402
+import banded_reference  # noqa: E402
+import esp_reference  # noqa: E402
+import lot_reference  # noqa: E402
+import structured_reference as structured  # noqa: E402
+
+MATRIX_FILES = ("slices", "pivots")        # L×d, r×d
+VECTOR_FILES = ("beta", "dual", "mass_logits")  # length L, n, r (an n×1 file is read as a vector, as in C++)
 
 
-def time_operator(family, params, n, d, repeats, dtype, seed):
+def file_arrays(op, dtype):
+    """The .npy files named in the operator string, as tensors."""
+    arrays = {}
+    for item in op.partition(":")[2].split(","):
+        key, _, value = item.partition("=")
+        if key in MATRIX_FILES or key in VECTOR_FILES:
+            array = torch.from_numpy(np.load(value)).to(dtype)
+            arrays[key] = array.reshape(-1) if key in VECTOR_FILES else array
+    return arrays
+
+
+def lot_params(op):
+    p = {"r": 32, "eps": 1.0, "T": 5, "mass_temp": 0.5}
+    for item in filter(None, op.partition(":")[2].split(",")):
+        key, _, value = item.partition("=")
+        if key in p:
+            p[key] = type(p[key])(float(value)) if key != "r" else int(value)
+    return p
+
+
+def formulation(op, lazy, dtype):
+    """A callable (q, k, v) running the reference of `op` (dense, or only A V with --lazy)."""
+    family = op.partition(":")[0]
+    files = file_arrays(op, dtype)
+    if family == "esp":
+        p = dict(esp_reference.DEFAULTS, **esp_reference.parse_esp(op))
+        if "slices" in files:
+            p["slices_array"] = files["slices"]
+        return (lambda q, k, v: structured.esp_hard_output(q, k, v, p)) if lazy else \
+            (lambda q, k, v: structured.esp_hard_plan(q, k, v, p))
+    if family == "lot":
+        p = lot_params(op)
+        if "pivots" not in files or "mass_logits" not in files:
+            raise ValueError("the LOT reference needs pivots and mass_logits files")
+        z, logits = files["pivots"], files["mass_logits"]
+        if lazy:
+            return lambda q, k, v: structured.lot_output(q, k, v, z, logits, p["eps"], p["T"], p["mass_temp"])
+        return lambda q, k, v: lot_reference.lot_attention(q, k, v, pivots=z, mass_logits=logits, eps=p["eps"],
+                                                           budget=p["T"], mass_temp=p["mass_temp"])
+    if family == "banded":
+        p = banded_reference.parse_banded(op)
+        del p["mask_mode"]
+        return (lambda q, k, v: structured.banded_output(q, k, v, p)) if lazy else \
+            (lambda q, k, v: banded_reference.banded_attention(q, k, v, **p))
+    if lazy:
+        raise ValueError(f"{family} has no lazy path")
+    if family == "asap":
+        p = dict(asap_reference.parse_asap(op), **files)
+        return lambda q, k, v: asap_reference.asap_attention(q, k, v, **p)
+    family, params = ref.parse_operator(op)
+    return lambda q, k, v: ref.run_operator(family, params, q, k, v)
+
+
+def time_operator(run, n, d, repeats, dtype, seed):
     gen = torch.Generator().manual_seed(seed)
     q, k, val = (torch.randn(n, d, generator=gen, dtype=dtype) for _ in range(3))
-    ref.run_operator(family, params, q, k, val)  # warm-up: allocator and kernels
+    run(q, k, val)  # warm-up: allocator and kernels
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        ref.run_operator(family, params, q, k, val)
+        run(q, k, val)
         seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -46,6 +114,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--precision", choices=["f64", "f32"], default="f64")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lazy", action="store_true", help="time O = A V only, without the n × n plan")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -56,15 +125,14 @@ def main():
         for n in sizes:
             entry = {"op": op, "n": n}
             try:
-                family, params = ref.parse_operator(op)
-                seconds = time_operator(family, params, n, args.d, args.repeats, dtype, args.seed)
+                seconds = time_operator(formulation(op, args.lazy, dtype), n, args.d, args.repeats, dtype, args.seed)
                 entry.update(median_seconds=statistics.median(seconds), seconds=seconds)
             except ValueError as e:
                 entry["error"] = str(e)
             results.append(entry)
     print(json.dumps({"implementation": "pytorch-reference", "torch": torch.__version__,
                       "threads": torch.get_num_threads(), "precision": args.precision, "d": args.d,
-                      "repeats": args.repeats, "results": results}))
+                      "repeats": args.repeats, "lazy": args.lazy, "results": results}))
 
 
 if __name__ == "__main__":

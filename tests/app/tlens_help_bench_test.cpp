@@ -62,6 +62,24 @@ TEST(TlensBench, ReportsCppTimesAndTheReferenceSideBySide) {
   expectMentions(run.out, {"torch/C++", "sinkhorn:T=3", "softmax"});
 }
 
+// ASAP and LOT need files: the bench generates them and hands the same paths to the reference.
+TEST(TlensBench, GeneratedFilesAndLazyPathsRunOnBothSides) {
+  const std::string json = scratchDir("bench-lazy") + "/bench.json";
+  const CliRun dense = runTlens({"bench", "--op", "asap", "--op", "lot:r=2", "--n", "8", "--d", "4", "--repeats", "1"});
+  ASSERT_EQ(dense.status, 0) << dense.err;
+  const CliRun run = runTlens({"bench", "--lazy", "--op", "banded:W=2", "--op", "lot:r=2", "--op", "esp", "--n", "8,16",
+                               "--d", "4", "--repeats", "1", "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_TRUE(report["lazy"].get<bool>());
+  EXPECT_FALSE(report["machine"]["cpu_model"].get<std::string>().empty());
+  ASSERT_EQ(report["results"].size(), 6u);
+  EXPECT_NE(report["results"][2]["resolved"].get<std::string>().find("pivot_init=file,pivots="), std::string::npos);
+  if (report["reference"]["available"].get<bool>())
+    for (const auto& row : report["results"]) EXPECT_TRUE(row.contains("reference_median_seconds")) << row.dump();
+  EXPECT_NE(runTlens({"bench", "--lazy", "--op", "softmax", "--n", "8"}).status, 0);
+}
+
 TEST(TlensBench, WithoutTheReferenceStillReportsCppTimes) {
   const std::string json = scratchDir("bench-noref") + "/bench.json";
   const CliRun run =
