@@ -8,8 +8,12 @@ int deviceCount(std::string& status) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   // With no driver installed the runtime reports cudaErrorInsufficientDriver: that simply means "no GPU".
+  if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice) {
+    status = "no GPU";
+    return 0;
+  }
   if (err != cudaSuccess) {
-    status = std::string("no CUDA device (") + cudaGetErrorString(err) + ")";
+    status = std::string("no usable GPU (") + cudaGetErrorString(err) + ")";
     return 0;
   }
   if (count == 0) {

@@ -1,0 +1,75 @@
+// transportlens: the desktop app.
+//   transportlens                      opens the built-in default session (a live point-cloud plan)
+//   transportlens SESSION.json         opens that session
+//   transportlens --measure-latency [--n 512] [--json FILE]   slider-to-screen latency benchmark
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QMessageBox>
+#include <QSurfaceFormat>
+#include <iostream>
+
+#include "common/errors.h"
+#include "latency_benchmark.h"
+#include "main_window.h"
+#include "session_files.h"
+
+namespace {
+
+// VTK 9.1's OpenGL2 backend needs a 3.2 core context; it must be the default before QApplication exists.
+void setDefaultSurfaceFormat() {
+  QSurfaceFormat format;
+  format.setRenderableType(QSurfaceFormat::OpenGL);
+  format.setVersion(3, 2);
+  format.setProfile(QSurfaceFormat::CoreProfile);
+  format.setDepthBufferSize(24);
+  format.setStencilBufferSize(8);
+  format.setSwapBehavior(QSurfaceFormat::DoubleBuffer);
+  QSurfaceFormat::setDefaultFormat(format);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setDefaultSurfaceFormat();
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("TransportLens");
+  QApplication::setApplicationVersion("0.1.0");
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription("TransportLens: a lab for doubly-stochastic attention");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument("session", "session file (.json) to open; default: the built-in session");
+  QCommandLineOption measure("measure-latency", "measure slider-to-heatmap latency, print JSON and exit");
+  QCommandLineOption n("n", "number of points for --measure-latency (default 512)", "n", "512");
+  QCommandLineOption json("json", "also write the --measure-latency report to FILE", "FILE");
+  parser.addOptions({measure, n, json});
+  parser.process(app);
+
+  try {
+    if (parser.isSet(measure)) {
+      tl::LatencyOptions options;
+      bool ok = false;
+      options.n = parser.value(n).toInt(&ok);
+      if (!ok || options.n < 1) {
+        std::cerr << "transportlens: --n needs a positive integer\n";
+        return 2;
+      }
+      options.jsonPath = parser.value(json);
+      return tl::runLatencyBenchmark(options);
+    }
+    const QStringList args = parser.positionalArguments();
+    if (args.size() > 1) {
+      std::cerr << "transportlens: give at most one session file\n";
+      return 2;
+    }
+    const tl::Session session = args.isEmpty() ? tl::defaultSession() : tl::Session::load(args.front().toStdString());
+    tl::MainWindow window(session, args.isEmpty() ? QString() : args.front());
+    window.show();
+    return app.exec();
+  } catch (const tl::Error& e) {
+    std::cerr << "transportlens: " << e.what() << "\n";
+    if (QGuiApplication::platformName() != "offscreen") QMessageBox::critical(nullptr, "TransportLens", e.what());
+    return 1;
+  }
+}

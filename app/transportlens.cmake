@@ -1,0 +1,9 @@
+# `transportlens`: the desktop app. Composition only: parse the command line, open a session, show the window.
+add_executable(transportlens
+  ${CMAKE_CURRENT_LIST_DIR}/gui/main.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gui/latency_benchmark.cpp
+)
+set_target_properties(transportlens PROPERTIES AUTOMOC ON)
+target_link_libraries(transportlens PRIVATE tl_widgets)
+target_compile_options(transportlens PRIVATE -Wall -Wextra)
+vtk_module_autoinit(TARGETS transportlens MODULES ${VTK_LIBRARIES})

@@ -1,0 +1,177 @@
+#include "main_window.h"
+
+#include <QDockWidget>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <algorithm>
+
+#include "cuda/backend.h"
+#include "engine_bridge.h"
+#include "operator_panel.h"
+#include "source_panel.h"
+#include "view_factory.h"
+
+namespace tl {
+
+MainWindow::MainWindow(const Session& session, const QString& path, QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("TransportLens");
+  resize(1500, 950);
+  engine_ = new EngineBridge(this);
+  connect(engine_, &EngineBridge::resultReady, this, &MainWindow::showResult);
+  connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
+  connect(engine_, &EngineBridge::progress, this, [this](quint64 id, double fraction, const QString& stage) {
+    if (id == latestRequest_) busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
+  });
+  buildDocks();
+  buildMenus();
+  buildStatusBar();
+
+  connect(sourcePanel_, &SourcePanel::sourceChanged, this, [this](const SourceSpec& source) {
+    session_.source = source;
+    submit();
+  });
+  connect(operatorPanel_, &OperatorPanel::specChanged, this, [this](const OperatorSpec& spec) {
+    if (session_.operators.empty()) session_.operators.push_back(spec);
+    else session_.operators.front() = spec;
+    submit();
+  });
+  connect(operatorPanel_, &OperatorPanel::precisionChanged, this, [this](Precision precision) {
+    session_.precision = precision;
+    submit();
+  });
+  loadSession(session, path);
+}
+
+MainWindow::~MainWindow() = default;
+
+// The plan heatmap is the centre; panels on the left, convergence and 3-D on the right.
+void MainWindow::buildDocks() {
+  setDockNestingEnabled(true);
+  auto dock = [this](const QString& title, QWidget* content, Qt::DockWidgetArea area, const QString& id) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(id);
+    d->setWidget(content);
+    addDockWidget(area, d);
+    return d;
+  };
+  sourcePanel_ = new SourcePanel(this);
+  operatorPanel_ = new OperatorPanel(this);
+  QDockWidget* sourceDock = dock(tr("Source"), sourcePanel_, Qt::LeftDockWidgetArea, "sourceDock");
+  QDockWidget* operatorDock = dock(tr("Operator"), operatorPanel_, Qt::LeftDockWidgetArea, "operatorDock");
+  splitDockWidget(sourceDock, operatorDock, Qt::Vertical);
+
+  std::vector<QDockWidget*> viewDocks;
+  for (const std::string& name : knownViews()) {
+    View* v = makeView(name, this).release();
+    views_.push_back(v);
+    if (name == "plan") setCentralWidget(v);
+    else viewDocks.push_back(dock(v->title(), v, Qt::RightDockWidgetArea, QString::fromStdString(name) + "Dock"));
+  }
+  for (size_t i = 1; i < viewDocks.size(); ++i) splitDockWidget(viewDocks[i - 1], viewDocks[i], Qt::Vertical);
+  resizeDocks({sourceDock}, {330}, Qt::Horizontal);
+  if (!viewDocks.empty()) resizeDocks({viewDocks.front()}, {520}, Qt::Horizontal);
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open session…"), QKeySequence::Open, this, &MainWindow::openSessionFile);
+  file->addAction(tr("&Save session"), QKeySequence::Save, this, [this] { saveSessionFile(false); });
+  file->addAction(tr("Save session &as…"), QKeySequence::SaveAs, this, [this] { saveSessionFile(true); });
+  file->addSeparator();
+  file->addAction(tr("Open .&npy…"), this, [this] { sourcePanel_->openNpy(); });
+  file->addSeparator();
+  QMenu* exportMenu = file->addMenu(tr("&Export view"));
+  for (View* v : views_) {
+    QAction* action = exportMenu->addAction(v->title() + "…", this, [this, v] { exportView(v); });
+    action->setObjectName(QString::fromStdString("export:" + v->viewName()));
+  }
+  file->addAction(tr("Export &plan as .npy / .csv…"), this, &MainWindow::exportPlanFile);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+}
+
+void MainWindow::buildStatusBar() {
+  backend_ = new QLabel(QString::fromStdString(backendLabel()), this);
+  size_ = new QLabel(this);
+  timing_ = new QLabel(this);
+  marginal_ = new QLabel(this);
+  busy_ = new QLabel(this);
+  marginal_->setObjectName("statusMarginal");
+  marginal_->setToolTip(tr("max over rows and columns of |sum − target| in attention scale"));
+  statusBar()->addWidget(busy_);
+  for (QLabel* l : {size_, timing_, marginal_, backend_}) {
+    l->setStyleSheet("QLabel { padding: 0 10px; }");
+    statusBar()->addPermanentWidget(l);
+  }
+}
+
+void MainWindow::loadSession(const Session& session, const QString& path) {
+  session_ = session;
+  sessionPath_ = path;
+  setWindowTitle(path.isEmpty() ? "TransportLens" : "TransportLens — " + path);
+  sourcePanel_->setSource(session_.source);
+  if (session_.operators.empty()) session_.operators.push_back(operatorPanel_->spec());
+  operatorPanel_->setSpec(session_.operators.front());
+  operatorPanel_->setPrecision(session_.precision);
+  for (View* v : views_) {
+    if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
+  }
+  submit();
+}
+
+Session MainWindow::currentSession() const {
+  Session s = session_;
+  for (View* v : views_) s.viewState[v->viewName()] = v->saveState();
+  return s;
+}
+
+View* MainWindow::view(const std::string& name) const {
+  auto it = std::find_if(views_.begin(), views_.end(), [&](View* v) { return v->viewName() == name; });
+  return it == views_.end() ? nullptr : *it;
+}
+
+void MainWindow::submit() {
+  latestRequest_ = engine_->submit(session_);
+  busy_->setText(tr("computing…"));
+}
+
+void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
+  last_ = result;
+  for (View* v : views_) v->setResult(result);
+  if (result->requestId >= latestRequest_) busy_->clear();
+  if (!result->runs.empty()) {
+    const PlanResult<double>& r = result->runs.front().result;
+    const int nq = result->input ? result->input->nQueries() : int(r.plan.rows());
+    const int nk = result->input ? result->input->nKeys() : int(r.plan.cols());
+    size_->setText(nq == nk ? QStringLiteral("n = %1").arg(nq) : QStringLiteral("n_q = %1, n_k = %2").arg(nq).arg(nk));
+    timing_->setText(tr("compute %1 ms (total %2 ms)").arg(r.seconds * 1e3, 0, 'f', 1).arg(result->seconds * 1e3, 0, 'f', 1));
+    const double error = std::max(r.errors.rowMax, r.errors.colMax);
+    marginal_->setText(tr("%1 %2").arg(r.massMismatch ? tr("mass mismatch") : tr("marginal error")).arg(error, 0, 'e', 2));
+  }
+  emit resultShown(result);
+}
+
+// Engine failures come from live edits: one non-modal box (reused) so sliders keep working, and the
+// last good result stays on screen.
+void MainWindow::showError(quint64 requestId, const QString& message) {
+  if (requestId >= latestRequest_) busy_->clear();
+  reportError(tr("The computation failed"), message);
+}
+
+void MainWindow::reportError(const QString& what, const QString& message) {
+  statusBar()->showMessage(what + ": " + message, 10000);
+  if (!errorBox_) {
+    errorBox_ = new QMessageBox(QMessageBox::Warning, "TransportLens", {}, QMessageBox::Ok, this);
+    errorBox_->setWindowModality(Qt::NonModal);
+  }
+  errorBox_->setText(what);
+  errorBox_->setInformativeText(message);
+  errorBox_->show();
+}
+
+}  // namespace tl

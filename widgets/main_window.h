@@ -1,0 +1,75 @@
+#pragma once
+// The TransportLens window: source and operator docks that edit a Session, the views that draw its
+// results, and the File menu. Every edit is submitted to the Engine at once (newer requests supersede
+// older ones); results arrive on the GUI thread through EngineBridge and go to every view.
+#include <QMainWindow>
+#include <memory>
+#include <vector>
+
+#include "session/engine.h"
+
+class QLabel;
+class QMenu;
+class QMessageBox;
+
+namespace tl {
+
+class EngineBridge;
+class OperatorPanel;
+class SourcePanel;
+class View;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  // `path` names the session's file (empty: the built-in or an unsaved session).
+  explicit MainWindow(const Session& session, const QString& path = {}, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Shows `session` in the panels and views and computes it. `path` names its file (empty: unsaved).
+  void loadSession(const Session& session, const QString& path = {});
+  // The session as edited, with every view's current state.
+  Session currentSession() const;
+
+  View* view(const std::string& name) const;
+  SourcePanel* sourcePanel() const { return sourcePanel_; }
+  OperatorPanel* operatorPanel() const { return operatorPanel_; }
+  std::shared_ptr<const SessionResult> lastResult() const { return last_; }
+
+ signals:
+  // Every view has drawn this result.
+  void resultShown(std::shared_ptr<const tl::SessionResult> result);
+
+ private:
+  void buildDocks();
+  void buildMenus();
+  void buildStatusBar();
+  void submit();
+  void showResult(std::shared_ptr<const SessionResult> result);
+  void showError(quint64 requestId, const QString& message);
+  void reportError(const QString& what, const QString& message);
+
+  void openSessionFile();
+  void saveSessionFile(bool askForPath);
+  void exportView(View* view);
+  void exportPlanFile();
+
+  Session session_;
+  QString sessionPath_;
+  EngineBridge* engine_ = nullptr;
+  uint64_t latestRequest_ = 0;
+  std::shared_ptr<const SessionResult> last_;
+
+  SourcePanel* sourcePanel_ = nullptr;
+  OperatorPanel* operatorPanel_ = nullptr;
+  std::vector<View*> views_;
+  QMenu* viewMenu_ = nullptr;
+  QMessageBox* errorBox_ = nullptr;
+  QLabel* backend_ = nullptr;
+  QLabel* size_ = nullptr;
+  QLabel* timing_ = nullptr;
+  QLabel* marginal_ = nullptr;
+  QLabel* busy_ = nullptr;
+};
+
+}  // namespace tl

@@ -1,0 +1,79 @@
+#include "operator_panel.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include "param_form.h"
+
+namespace tl {
+
+OperatorPanel::OperatorPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* top = new QFormLayout;
+  family_ = new QComboBox(this);
+  family_->setObjectName("operatorFamily");
+  for (const FamilyInfo& f : OperatorRegistry::builtin().families()) {
+    family_->addItem(QString::fromStdString(f.title), QString::fromStdString(f.name));
+    family_->setItemData(family_->count() - 1, QString::fromStdString(f.description), Qt::ToolTipRole);
+  }
+  precision_ = new QComboBox(this);
+  precision_->setObjectName("precision");
+  for (Precision p : {Precision::F64, Precision::F32}) precision_->addItem(precisionName(p), int(p));
+  precision_->setToolTip(tr("Floating-point precision the operator runs in (results are shown in double)"));
+  top->addRow(tr("family"), family_);
+  top->addRow(tr("precision"), precision_);
+  layout->addLayout(top);
+
+  description_ = new QLabel(this);
+  description_->setWordWrap(true);
+  description_->setStyleSheet("color: palette(mid);");
+  layout->addWidget(description_);
+  formHost_ = new QVBoxLayout;
+  layout->addLayout(formHost_);
+  layout->addStretch(1);
+
+  connect(family_, &QComboBox::currentIndexChanged, this, &OperatorPanel::onFamilyPicked);
+  connect(precision_, &QComboBox::currentIndexChanged, this,
+          [this](int) { emit precisionChanged(Precision(precision_->currentData().toInt())); });
+  const FamilyInfo& first = OperatorRegistry::builtin().families().front();
+  setSpec(OperatorRegistry::builtin().resolve(first.name, {}));
+}
+
+void OperatorPanel::showFamily(const FamilyInfo& family, const ParamSet& values) {
+  delete form_;
+  form_ = new ParamForm(family.schema, values, this);
+  formHost_->addWidget(form_);
+  description_->setText(QString::fromStdString(family.description));
+  connect(form_, &ParamForm::valuesChanged, this, [this] {
+    spec_.params = form_->values();
+    emit specChanged(spec_);
+  });
+}
+
+void OperatorPanel::setSpec(const OperatorSpec& spec) {
+  const bool sameFamily = form_ && spec.family == spec_.family;
+  spec_ = spec;
+  {
+    const QSignalBlocker block(family_);
+    family_->setCurrentIndex(family_->findData(QString::fromStdString(spec.family)));
+  }
+  if (sameFamily) form_->setValues(spec.params);
+  else showFamily(OperatorRegistry::builtin().get(spec.family), spec.params);
+}
+
+void OperatorPanel::setPrecision(Precision precision) {
+  const QSignalBlocker block(precision_);
+  precision_->setCurrentIndex(precision_->findData(int(precision)));
+}
+
+// A new family starts from its schema defaults.
+void OperatorPanel::onFamilyPicked(int index) {
+  const std::string name = family_->itemData(index).toString().toStdString();
+  spec_ = OperatorRegistry::builtin().resolve(name, {});
+  showFamily(OperatorRegistry::builtin().get(name), spec_.params);
+  emit specChanged(spec_);
+}
+
+}  // namespace tl

@@ -1,0 +1,53 @@
+#pragma once
+// What every view offers the main window and renderFigures: draw a SessionResult, save and restore its
+// own block of Session::viewState, and export itself. The GUI's export menu and `tlens render` both call
+// exportFigure, so a figure on screen and a headless one come from the same code.
+#include <QWidget>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "session/engine.h"
+
+namespace tl {
+
+class View : public QWidget {
+  Q_OBJECT
+ public:
+  using QWidget::QWidget;
+
+  virtual std::string viewName() const = 0;  // key in Session::views and viewState: "plan"
+  virtual QString title() const = 0;         // dock title: "Transport plan"
+
+  virtual void setResult(std::shared_ptr<const SessionResult> result) = 0;
+  virtual nlohmann::json saveState() const = 0;
+  virtual void restoreState(const nlohmann::json& state) = 0;
+
+  virtual std::vector<std::string> exportFormats() const = 0;  // "png", "svg", "pdf"
+  // Throws tl::Error (FileError for write failures, InvalidArgument for formats the view lacks).
+  virtual void exportFigure(const std::string& path, const std::string& format,
+                            const ExportSettings& settings) const = 0;
+  // Empty when the view can export now; otherwise why not ("source is not a point cloud").
+  virtual std::string exportUnavailableReason() const { return {}; }
+
+ signals:
+  // The view has drawn the result of this request on screen.
+  void redrawn(quint64 requestId);
+};
+
+// The primary operator's run, or nullptr when the result has none.
+const OperatorRun* primaryRun(const SessionResult* result);
+// Reads `key` from a view-state block, keeping `fallback` when absent or of another type.
+template <class T>
+T stateValue(const nlohmann::json& state, const char* key, T fallback) {
+  if (!state.is_object() || !state.contains(key)) return fallback;
+  try {
+    return state.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace tl

@@ -1,0 +1,15 @@
+#pragma once
+// View names as they appear in Session::views and viewState, and the views they make.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "view.h"
+
+namespace tl {
+
+const std::vector<std::string>& knownViews();  // "plan", "convergence", "cloud3d"
+// Throws InvalidArgument listing the known names.
+std::unique_ptr<View> makeView(const std::string& name, QWidget* parent = nullptr);
+
+}  // namespace tl
