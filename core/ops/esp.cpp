@@ -162,20 +162,6 @@ PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedba
   return r;
 }
 
-std::vector<Eigen::Index> validIndices(const Mask& mask) {
-  std::vector<Eigen::Index> idx;
-  for (Eigen::Index i = 0; i < mask.size(); ++i)
-    if (mask(i)) idx.push_back(i);
-  return idx;
-}
-
-template <class T>
-Mat<T> takeRows(const Mat<T>& m, const std::vector<Eigen::Index>& rows) {
-  Mat<T> out(Eigen::Index(rows.size()), m.cols());
-  for (size_t r = 0; r < rows.size(); ++r) out.row(Eigen::Index(r)) = m.row(rows[r]);
-  return out;
-}
-
 // Matchings of the valid block index valid tokens: map them back to token indices, -1 at padded queries.
 template <class T>
 Mat<T> widenMatchings(const Mat<T>& sub, const std::vector<Eigen::Index>& valid, Eigen::Index n) {
@@ -227,16 +213,8 @@ Mat<T> espLazyOutput(const AttentionInput<T>& input, const EspParams& params, Fe
   if (params.sort != SortMode::Hard)
     throw InvalidArgument("esp: the lazy path applies hard plans only; use sort=hard or the dense plan");
   if (!input.V) throw InvalidArgument("esp: the lazy path computes O = A·V and needs V");
-  if (!input.mask || input.mask->all()) return lazyOnValid(input, params, feedback);
-  const auto valid = validIndices(*input.mask);
-  AttentionInput<T> sub;
-  sub.Q = takeRows(input.Q, valid);
-  sub.K = takeRows(input.K, valid);
-  sub.V = takeRows(*input.V, valid);
-  const Mat<T> subOut = lazyOnValid(sub, params, feedback);
-  Mat<T> out = Mat<T>::Zero(input.Q.rows(), subOut.cols());
-  for (size_t r = 0; r < valid.size(); ++r) out.row(valid[r]) = subOut.row(Eigen::Index(r));
-  return out;
+  return applyOnValidSubsequence<T>(
+      input, [&](const AttentionInput<T>& valid) { return lazyOnValid(valid, params, feedback); });
 }
 
 template Vec<float> sliceWeights(const Vec<float>&, double);

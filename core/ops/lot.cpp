@@ -104,28 +104,6 @@ PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Fee
   return r;
 }
 
-std::vector<Eigen::Index> validIndices(const Mask& mask) {
-  std::vector<Eigen::Index> idx;
-  for (Eigen::Index i = 0; i < mask.size(); ++i)
-    if (mask(i)) idx.push_back(i);
-  return idx;
-}
-
-template <class T>
-Mat<T> takeRows(const Mat<T>& m, const std::vector<Eigen::Index>& rows) {
-  Mat<T> out(Eigen::Index(rows.size()), m.cols());
-  for (size_t a = 0; a < rows.size(); ++a) out.row(Eigen::Index(a)) = m.row(rows[a]);
-  return out;
-}
-
-// Rows of `sub` at the valid positions of an n-row matrix, zero rows at padded ones.
-template <class T>
-Mat<T> scatterRows(const Mat<T>& sub, const std::vector<Eigen::Index>& rows, Eigen::Index n) {
-  Mat<T> out = Mat<T>::Zero(n, sub.cols());
-  for (size_t a = 0; a < rows.size(); ++a) out.row(rows[a]) = sub.row(Eigen::Index(a));
-  return out;
-}
-
 // Padded tokens: zero rows of P1, zero columns of P2 and potentials u1, v2 set to 0 (errata 12, §5.5).
 template <class T>
 void padExtras(PlanResult<T>& r, const Mask& mask) {
@@ -174,14 +152,9 @@ Mat<T> lotOutput(const AttentionInput<T>& input, const LotParams& params, Feedba
   validateParams(params);
   validateInput(input);
   if (!input.V) throw InvalidArgument("lot: the lazy output O = A·V needs values V");
-  if (!input.mask || input.mask->all())
-    return solveOnValid(input, params, /*trackErrors=*/false, feedback).coupling.apply(*input.V);
-  const auto idx = validIndices(*input.mask);
-  AttentionInput<T> valid;
-  valid.Q = takeRows(input.Q, idx);
-  valid.K = takeRows(input.K, idx);
-  const Mat<T> O = solveOnValid(valid, params, /*trackErrors=*/false, feedback).coupling.apply(takeRows(*input.V, idx));
-  return scatterRows<T>(O, idx, input.mask->size());
+  return applyOnValidSubsequence<T>(input, [&](const AttentionInput<T>& valid) {
+    return solveOnValid(valid, params, /*trackErrors=*/false, feedback).coupling.apply(*valid.V);
+  });
 }
 
 template PlanResult<float> lotAttention(const AttentionInput<float>&, const LotParams&, Feedback&);

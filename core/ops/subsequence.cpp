@@ -4,8 +4,6 @@
 #include <vector>
 
 namespace tl {
-namespace {
-
 std::vector<Eigen::Index> validIndices(const Mask& mask) {
   std::vector<Eigen::Index> idx;
   for (Eigen::Index i = 0; i < mask.size(); ++i)
@@ -18,6 +16,24 @@ Mat<T> takeRows(const Mat<T>& m, const std::vector<Eigen::Index>& rows) {
   Mat<T> out(Eigen::Index(rows.size()), m.cols());
   for (size_t r = 0; r < rows.size(); ++r) out.row(Eigen::Index(r)) = m.row(rows[r]);
   return out;
+}
+
+template <class T>
+Mat<T> scatterRows(const Mat<T>& sub, const std::vector<Eigen::Index>& rows, Eigen::Index n, T fill) {
+  Mat<T> out = Mat<T>::Constant(n, sub.cols(), fill);
+  for (size_t r = 0; r < rows.size(); ++r) out.row(rows[r]) = sub.row(Eigen::Index(r));
+  return out;
+}
+
+namespace {
+
+template <class T>
+AttentionInput<T> validInput(const AttentionInput<T>& input, const std::vector<Eigen::Index>& idx) {
+  AttentionInput<T> sub;
+  sub.Q = takeRows(input.Q, idx);
+  sub.K = takeRows(input.K, idx);
+  if (input.V) sub.V = takeRows(*input.V, idx);
+  return sub;
 }
 
 // Scatters a length-n_valid vector into length n, filling padded slots with `fill`.
@@ -47,12 +63,7 @@ PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFu
   }
   const auto idx = validIndices(*input.mask);
   const Eigen::Index n = input.K.rows();
-  AttentionInput<T> sub;
-  sub.Q = takeRows(input.Q, idx);
-  sub.K = takeRows(input.K, idx);
-  if (input.V) sub.V = takeRows(*input.V, idx);
-
-  PlanResult<T> r = run(sub);
+  PlanResult<T> r = run(validInput(input, idx));
   const T negInf = -std::numeric_limits<T>::infinity();
 
   PlanResult<T> out;
@@ -61,10 +72,7 @@ PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFu
     for (size_t a = 0; a < idx.size(); ++a)
       for (size_t b = 0; b < idx.size(); ++b) out.plan(idx[a], idx[b]) = r.plan(Eigen::Index(a), Eigen::Index(b));
   }
-  if (r.output) {
-    out.output = Mat<T>::Zero(n, r.output->cols());
-    for (size_t a = 0; a < idx.size(); ++a) out.output->row(idx[a]) = r.output->row(Eigen::Index(a));
-  }
+  if (r.output) out.output = scatterRows<T>(*r.output, idx, n);
   // Padded tokens carry no mass: -inf duals (zero marginal), never -inf with a log-0 marginal elsewhere.
   if (r.u.size()) out.u = scatter<T>(r.u, idx, n, negInf);
   if (r.v.size()) out.v = scatter<T>(r.v, idx, n, negInf);
@@ -87,6 +95,23 @@ PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFu
   return out;
 }
 
+template <class T>
+Mat<T> applyOnValidSubsequence(const AttentionInput<T>& input, const OutputFunction<T>& run) {
+  if (!input.mask || input.mask->all()) {
+    AttentionInput<T> unmasked = input;
+    unmasked.mask.reset();
+    return run(unmasked);
+  }
+  const auto idx = validIndices(*input.mask);
+  return scatterRows<T>(run(validInput(input, idx)), idx, input.mask->size());
+}
+
+template Mat<float> takeRows(const Mat<float>&, const std::vector<Eigen::Index>&);
+template Mat<double> takeRows(const Mat<double>&, const std::vector<Eigen::Index>&);
+template Mat<float> scatterRows(const Mat<float>&, const std::vector<Eigen::Index>&, Eigen::Index, float);
+template Mat<double> scatterRows(const Mat<double>&, const std::vector<Eigen::Index>&, Eigen::Index, double);
+template Mat<float> applyOnValidSubsequence(const AttentionInput<float>&, const OutputFunction<float>&);
+template Mat<double> applyOnValidSubsequence(const AttentionInput<double>&, const OutputFunction<double>&);
 template PlanResult<float> runOnValidSubsequence(const AttentionInput<float>&, const PlanFunction<float>&);
 template PlanResult<double> runOnValidSubsequence(const AttentionInput<double>&, const PlanFunction<double>&);
 
