@@ -103,6 +103,68 @@ std::string knownNames(const std::vector<ParamSpec>& specs) {
 
 }  // namespace
 
+ParamSpec intParam(const std::string& name, double min, double max, long long defaultValue,
+                   const std::string& description, double uiMax) {
+  ParamSpec s = realParam(name, min, max, 0, description);
+  s.type = ParamType::Int;
+  s.defaultValue = defaultValue;
+  if (uiMax > 0) {
+    s.uiMin = min;
+    s.uiMax = uiMax;
+  }
+  return s;
+}
+
+ParamSpec realParam(const std::string& name, double min, double max, double defaultValue,
+                    const std::string& description) {
+  ParamSpec s;
+  s.name = name;
+  s.type = ParamType::Real;
+  s.min = min;
+  s.max = max;
+  s.defaultValue = defaultValue;
+  s.description = description;
+  return s;
+}
+
+ParamSpec positiveParam(const std::string& name, double defaultValue, const std::string& description, double uiMin,
+                        double uiMax) {
+  ParamSpec s = realParam(name, 0, 1e6, defaultValue, description);
+  s.minExclusive = true;
+  s.logScale = true;
+  s.uiMin = uiMin;
+  s.uiMax = uiMax;
+  return s;
+}
+
+ParamSpec choiceParam(const std::string& name, std::vector<std::string> choices, const std::string& description) {
+  ParamSpec s;
+  s.name = name;
+  s.type = ParamType::Choice;
+  s.defaultValue = choices.front();
+  s.choices = std::move(choices);
+  s.description = description;
+  return s;
+}
+
+ParamSpec boolParam(const std::string& name, bool defaultValue, const std::string& description) {
+  ParamSpec s;
+  s.name = name;
+  s.type = ParamType::Bool;
+  s.defaultValue = defaultValue;
+  s.description = description;
+  return s;
+}
+
+ParamSpec pathParam(const std::string& name, const std::string& description) {
+  ParamSpec s;
+  s.name = name;
+  s.type = ParamType::Path;
+  s.optional = true;
+  s.description = description;
+  return s;
+}
+
 const ParamSpec* ParamSchema::find(const std::string& name) const {
   for (const auto& s : specs_)
     if (s.name == name) return &s;

@@ -33,6 +33,21 @@ struct ParamSpec {
 
 using ParamSet = std::map<std::string, ParamValue>;
 
+// Builders for schema entries, so every family declares its parameters in one line each.
+// intParam: the slider covers [min, uiMax] when uiMax > 0 (e.g. T: valid up to 1e5, slider 1..500).
+ParamSpec intParam(const std::string& name, double min, double max, long long defaultValue,
+                   const std::string& description, double uiMax = 0);
+ParamSpec realParam(const std::string& name, double min, double max, double defaultValue,
+                    const std::string& description);
+// A temperature-like parameter: strictly positive (up to 1e6), on a log slider over [uiMin, uiMax].
+ParamSpec positiveParam(const std::string& name, double defaultValue, const std::string& description,
+                        double uiMin = 1e-2, double uiMax = 1e2);
+// The first choice is the default.
+ParamSpec choiceParam(const std::string& name, std::vector<std::string> choices, const std::string& description);
+ParamSpec boolParam(const std::string& name, bool defaultValue, const std::string& description);
+// Optional file path: absent unless given.
+ParamSpec pathParam(const std::string& name, const std::string& description);
+
 class ParamSchema {
  public:
   ParamSchema() = default;

@@ -10,33 +10,6 @@
 namespace tl {
 namespace {
 
-ParamSpec intSpec(const char* name, double min, double max, long long def, const char* description,
-                  double uiMax = 0) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Int;
-  s.min = min;
-  s.max = max;
-  s.defaultValue = def;
-  s.description = description;
-  if (uiMax > 0) {
-    s.uiMin = min;
-    s.uiMax = uiMax;
-  }
-  return s;
-}
-
-ParamSpec realSpec(const char* name, double min, double max, double def, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Real;
-  s.min = min;
-  s.max = max;
-  s.defaultValue = def;
-  s.description = description;
-  return s;
-}
-
 // Uniform direction on the sphere S^2.
 Eigen::Vector3d randomDirection(SeededRandom& rng) {
   Eigen::Vector3d z(rng.normal(), rng.normal(), rng.normal());
@@ -75,12 +48,12 @@ ShapePoint samplePoint(const std::string& shape, SeededRandom& rng) {
 
 ParamSchema gaussianSchema() {
   return ParamSchema({
-      intSpec("n", 1, 200000, 256, "number of tokens (queries = keys = n)", 2048),
-      intSpec("d", 1, 4096, 64, "head dimension", 256),
-      realSpec("spread", 0, 100, 1.0, "standard deviation of tokens around their cluster centre"),
-      realSpec("offset", -100, 100, 0.0, "mean offset between queries and keys (along the normalised all-ones direction)"),
-      intSpec("clusters", 1, 1000, 1, "number of Gaussian clusters shared by queries and keys", 32),
-      intSpec("seed", 0, 2147483647, 0, "random seed: the same seed gives the same input, bit for bit", 1000),
+      intParam("n", 1, 200000, 256, "number of tokens (queries = keys = n)", 2048),
+      intParam("d", 1, 4096, 64, "head dimension", 256),
+      realParam("spread", 0, 100, 1.0, "standard deviation of tokens around their cluster centre"),
+      realParam("offset", -100, 100, 0.0, "mean offset between queries and keys (along the normalised all-ones direction)"),
+      intParam("clusters", 1, 1000, 1, "number of Gaussian clusters shared by queries and keys", 32),
+      intParam("seed", 0, 2147483647, 0, "random seed: the same seed gives the same input, bit for bit", 1000),
   });
 }
 
@@ -115,18 +88,13 @@ AttentionInput<double> generateGaussian(const ParamSet& p) {
 }
 
 ParamSchema cloudSchema() {
-  ParamSpec shape;
-  shape.name = "shape";
-  shape.type = ParamType::Choice;
-  shape.choices = {"sphere", "torus", "two-clusters", "noisy-line"};
-  shape.defaultValue = std::string("torus");
-  shape.description = "the 3-D shape queries and keys are sampled from";
   return ParamSchema({
-      shape,
-      intSpec("n", 1, 200000, 300, "number of points on each side", 2048),
-      realSpec("noise", 0, 10, 0.05, "standard deviation of Gaussian noise added to every point"),
-      realSpec("offset", -10, 10, 0.0, "translation of the keys along x"),
-      intSpec("seed", 0, 2147483647, 0, "random seed: the same seed gives the same input, bit for bit", 1000),
+      choiceParam("shape", {"torus", "sphere", "two-clusters", "noisy-line"},
+                  "the 3-D shape queries and keys are sampled from"),
+      intParam("n", 1, 200000, 300, "number of points on each side", 2048),
+      realParam("noise", 0, 10, 0.05, "standard deviation of Gaussian noise added to every point"),
+      realParam("offset", -10, 10, 0.0, "translation of the keys along x"),
+      intParam("seed", 0, 2147483647, 0, "random seed: the same seed gives the same input, bit for bit", 1000),
   });
 }
 

@@ -148,48 +148,19 @@ class AsapOperator : public TypedOperator<AsapOperator> {
   AsapParams params_;
 };
 
-ParamSpec choice(const char* name, std::vector<std::string> choices, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Choice;
-  s.choices = std::move(choices);
-  s.defaultValue = s.choices.front();
-  s.description = description;
-  return s;
-}
-
-ParamSpec path(const char* name, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Path;
-  s.optional = true;
-  s.description = description;
-  return s;
-}
 }  // namespace
 
 void registerAsap(OperatorRegistry& registry) {
-  ParamSpec eps;
-  eps.name = "eps";
-  eps.type = ParamType::Real;
-  eps.min = 0;
-  eps.minExclusive = true;
-  eps.max = 1e6;
-  eps.uiMin = 1e-2;
-  eps.uiMax = 1e2;
-  eps.logScale = true;
-  eps.defaultValue = 1.0;
-  eps.description = "temperature dividing the scores (the teacher's eps)";
   registry.add({"asap", "ASAP",
                 "compiled Sinkhorn layer: sliced-potential dual prediction + entropic c-transforms (needs slices+beta "
                 "files, or a dual)",
-                ParamSchema({choice("variant", {"two-sided", "asap0"},
-                                    "two-sided = three closures (col, row, col); asap0 = one key-side closure"),
-                             choice("closing", {"column", "row"}, "side of the last closure of two-sided ASAP"),
-                             eps,
-                             path("slices", "slice bank Θ of the compiled layer (.npy, L×d)"),
-                             path("beta", "coefficients β of the compiled layer (.npy, length L)"),
-                             path("dual", "source dual u in score coordinates (.npy, length n) instead of slices+beta"),
+                ParamSchema({choiceParam("variant", {"two-sided", "asap0"},
+                                         "two-sided = three closures (col, row, col); asap0 = one key-side closure"),
+                             choiceParam("closing", {"column", "row"}, "side of the last closure of two-sided ASAP"),
+                             positiveParam("eps", 1.0, "temperature dividing the scores (the teacher's eps)"),
+                             pathParam("slices", "slice bank Θ of the compiled layer (.npy, L×d)"),
+                             pathParam("beta", "coefficients β of the compiled layer (.npy, length L)"),
+                             pathParam("dual", "source dual u in score coordinates (.npy, length n) instead of slices+beta"),
                              maskModeSpec(true)}),
                 [](const ParamSet& p) { return std::make_unique<AsapOperator>(p); }});
 }

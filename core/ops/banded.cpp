@@ -167,45 +167,20 @@ class BandedOperator : public TypedOperator<BandedOperator> {
   BandedParams params_;
 };
 
-ParamSpec intParam(const char* name, double min, double max, long long def, double uiMax, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Int;
-  s.min = min;
-  s.max = max;
-  s.uiMin = min;
-  s.uiMax = uiMax;
-  s.defaultValue = def;
-  s.description = description;
-  return s;
-}
 }  // namespace
 
 void registerBanded(OperatorRegistry& registry) {
-  ParamSpec eps;
-  eps.name = "eps";
-  eps.type = ParamType::Real;
-  eps.min = 0;
-  eps.minExclusive = true;
-  eps.max = 1e6;
-  eps.uiMin = 1e-2;
-  eps.uiMax = 1e2;
-  eps.logScale = true;
-  eps.defaultValue = 1.0;
-  eps.description = "temperature dividing the scores: kernel exp(S/eps)";
-  ParamSpec dustbin;
-  dustbin.name = "dustbin";
-  dustbin.type = ParamType::Bool;
-  dustbin.defaultValue = false;
-  dustbin.description = "single active dustbin token per side (unit mass; makes the support dense)";
   registry.add(
       {"banded", "Banded Sinkhorn",
        "unit-target Sinkhorn on the band |i−j| ≤ W (raw indices; on rectangles rows i ≥ n_k+W have no support), "
        "stopped base + tail; equivalent budget T = 2·(base_steps+tail_steps)",
-       ParamSchema({intParam("W", 0, 1e7, 16, 256, "half-band width: (i, j) in the support iff |i − j| ≤ W"),
-                    intParam("base_steps", 0, 1e5, 15, 200, "stopped base: full (row+column) steps, centred"),
-                    intParam("tail_steps", 0, 1e5, 2, 8, "differentiable tail: full (row+column) steps, raw"),
-                    intParam("tile", 1, 1e6, 64, 512, "tile size for the per-tile marginal errors"), eps, dustbin,
+       ParamSchema({intParam("W", 0, 1e7, 16, "half-band width: (i, j) in the support iff |i − j| ≤ W", 256),
+                    intParam("base_steps", 0, 1e5, 15, "stopped base: full (row+column) steps, centred", 200),
+                    intParam("tail_steps", 0, 1e5, 2, "differentiable tail: full (row+column) steps, raw", 8),
+                    intParam("tile", 1, 1e6, 64, "tile size for the per-tile marginal errors", 512),
+                    positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"),
+                    boolParam("dustbin", false,
+                              "single active dustbin token per side (unit mass; makes the support dense)"),
                     maskModeSpec(false)}),
        [](const ParamSet& p) { return std::make_unique<BandedOperator>(p); }});
 }

@@ -79,15 +79,10 @@ class DiffOperator : public TypedOperator<DiffOperator> {
 }  // namespace
 
 void registerDiff(OperatorRegistry& registry) {
-  ParamSpec lambda;
-  lambda.name = "lambda";
-  lambda.type = ParamType::Real;
-  lambda.min = -2;
-  lambda.max = 2;
-  lambda.uiMin = 0;
+  ParamSpec lambda = realParam("lambda", -2, 2, 0.5,
+                               "DiffTransformer mixing weight: A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h)");
+  lambda.uiMin = 0;  // the slider covers the usual range; the entry box accepts [-2, 2]
   lambda.uiMax = 1;
-  lambda.defaultValue = 0.5;
-  lambda.description = "DiffTransformer mixing weight: A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h)";
   registry.add({"diff", "DiffTransformer",
                 "difference of two softmax maps from the two halves of the head dimension (Q = [Q1|Q2], K = [K1|K2], "
                 "d must be even); not a transport plan: entries can be negative, rows sum to 1 − lambda",

@@ -5,72 +5,35 @@
 #include "common/errors.h"
 
 namespace tl {
-namespace {
-
-ParamSpec real(const char* name, double min, double max, double def, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Real;
-  s.min = min;
-  s.max = max;
-  s.defaultValue = def;
-  s.description = description;
-  return s;
-}
-
-ParamSpec integer(const char* name, double min, double max, long long def, const char* description) {
-  ParamSpec s = real(name, min, max, 0, description);
-  s.type = ParamType::Int;
-  s.defaultValue = def;
-  return s;
-}
-
-ParamSpec choice(const char* name, std::vector<std::string> choices, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Choice;
-  s.defaultValue = choices.front();
-  s.choices = std::move(choices);
-  s.description = description;
-  return s;
-}
-
-}  // namespace
-
 ParamSchema espSchema() {
-  ParamSpec tau = real("tau", 0, 1e6, 0.1, "inverse temperature of the slice weights w = softmax(−tau·D_l): "
+  ParamSpec tau = realParam("tau", 0, 1e6, 0.1, "inverse temperature of the slice weights w = softmax(−tau·D_l): "
                                            "0 averages the slices, large tau keeps the cheapest");
   tau.uiMin = 0;
   tau.uiMax = 20;
-  ParamSpec p = real("p", 0, 16, 2.0, "ground-cost exponent, C_ij = ‖q_i − k_j‖^p (paper 2, reference code 1)");
+  ParamSpec p = realParam("p", 0, 16, 2.0, "ground-cost exponent, C_ij = ‖q_i − k_j‖^p (paper 2, reference code 1)");
   p.minExclusive = true;
   p.uiMin = 1;
   p.uiMax = 4;
-  ParamSpec sortTemp = real("sort_temp", 1e-30, 1e6, 1e-3,
+  ParamSpec sortTemp = realParam("sort_temp", 1e-30, 1e6, 1e-3,
                             "SoftSort temperature t (sort=soft); the plan is hard once t ≲ (min gap)²/50");
   sortTemp.logScale = true;
   sortTemp.uiMin = 1e-8;
   sortTemp.uiMax = 1;
-  ParamSpec slices;
-  slices.name = "slices";
-  slices.type = ParamType::Path;
-  slices.optional = true;
-  slices.description = "slicer=file: .npy array of L×d slice directions, one per row";
   return ParamSchema({
       tau,
       p,
-      choice("sort", {"hard", "soft"}, "hard = exact sorting (doubly stochastic); soft = SoftSort relaxation"),
+      choiceParam("sort", {"hard", "soft"}, "hard = exact sorting (doubly stochastic); soft = SoftSort relaxation"),
       sortTemp,
-      choice("ties", {"split", "break"},
+      choiceParam("ties", {"split", "break"},
              "equal projections: split = share mass inside tie groups (eq. 5); break = stable (value, index) order"),
-      choice("slicer", {"axis", "random", "file"},
+      choiceParam("slicer", {"axis", "random", "file"},
              "slice directions: axis = the d feature axes; random = L seeded unit directions; file = slices"),
-      integer("L", 0, 65536, 0, "number of slices (0 = d; slicer=file takes the file's rows)"),
-      integer("seed", 0, 9007199254740992.0, 0, "seed of slicer=random (stored with the result)"),
-      slices,
-      choice("rank_coupling", {"nw-corner", "interpolation"},
+      intParam("L", 0, 65536, 0, "number of slices (0 = d; slicer=file takes the file's rows)"),
+      intParam("seed", 0, 9007199254740992.0, 0, "seed of slicer=random (stored with the result)"),
+      pathParam("slices", "slicer=file: .npy array of L×d slice directions, one per row"),
+      choiceParam("rank_coupling", {"nw-corner", "interpolation"},
              "n_q ≠ n_k: nw-corner = exact 1-D coupling (columns sum to n_q/n_k); interpolation = paper eq. 11"),
-      choice("compat", {"paper", "reference-code"},
+      choiceParam("compat", {"paper", "reference-code"},
              "reference-code = public ESPFormer code: p = 1 (p is ignored) on q, k scaled by d^-1/2"),
       maskModeSpec(false),
   });

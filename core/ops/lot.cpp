@@ -179,65 +179,26 @@ class LotOperator : public TypedOperator<LotOperator> {
   LotParams params_;
 };
 
-ParamSpec intSpec(const char* name, double min, double max, double uiMax, long long value, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Int;
-  s.min = min;
-  s.max = max;
-  s.uiMin = min;
-  s.uiMax = uiMax;
-  s.defaultValue = value;
-  s.description = description;
-  return s;
-}
-
-ParamSpec positiveRealSpec(const char* name, double value, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Real;
-  s.min = 0;
-  s.minExclusive = true;
-  s.max = 1e6;
-  s.uiMin = 1e-2;
-  s.uiMax = 1e2;
-  s.logScale = true;
-  s.defaultValue = value;
-  s.description = description;
-  return s;
-}
-
-ParamSpec pathSpec(const char* name, const char* description) {
-  ParamSpec s;
-  s.name = name;
-  s.type = ParamType::Path;
-  s.optional = true;
-  s.description = description;
-  return s;
-}
 }  // namespace
 
 void registerLot(OperatorRegistry& registry) {
-  ParamSpec pivotInit;
-  pivotInit.name = "pivot_init";
-  pivotInit.type = ParamType::Choice;
-  pivotInit.choices = {"auto", "kmeans", "gaussian", "file"};
-  pivotInit.defaultValue = std::string("auto");
-  pivotInit.description =
-      "pivot locations: auto = the pivots file when given, else kmeans; kmeans = k-means centres of queries and "
-      "keys (uniform masses); gaussian = N(0, 1/d) locations and N(0, 0.25) logits from seed; file = the pivots file";
   const ParamSchema schema({
-      intSpec("r", 1, 4096, 128, 32,
-              "number of pivots, the rank of A (at most the number of tokens n); a pivots file sets it to its rows"),
-      positiveRealSpec("eps", 1.0, "temperature dividing the scores of both problems: kernel exp(S/eps)"),
-      intSpec("T", 1, 100000, 500, 5,
-              "budget of each of the two problems: single normalisations, rows first (odd T: rows of A exact; "
-              "even T: columns exact)"),
-      positiveRealSpec("mass_temp", 0.5, "temperature dividing the pivot mass logits: w = softmax(logits/mass_temp)"),
-      pivotInit,
-      pathSpec("pivots", "r×d .npy of pivot locations (pivot_init=auto or file)"),
-      pathSpec("mass_logits", "length-r .npy of pivot mass logits (replaces those of pivot_init)"),
-      intSpec("seed", 0, 2147483647, 1000, 0, "seed of the k-means++ seeding or of the Gaussian pivots"),
+      intParam("r", 1, 4096, 32,
+               "number of pivots, the rank of A (at most the number of tokens n); a pivots file sets it to its rows",
+               128),
+      positiveParam("eps", 1.0, "temperature dividing the scores of both problems: kernel exp(S/eps)"),
+      intParam("T", 1, 100000, 5,
+               "budget of each of the two problems: single normalisations, rows first (odd T: rows of A exact; even "
+               "T: columns exact)",
+               500),
+      positiveParam("mass_temp", 0.5, "temperature dividing the pivot mass logits: w = softmax(logits/mass_temp)"),
+      choiceParam("pivot_init", {"auto", "kmeans", "gaussian", "file"},
+                  "pivot locations: auto = the pivots file when given, else kmeans; kmeans = k-means centres of "
+                  "queries and keys (uniform masses); gaussian = N(0, 1/d) locations and N(0, 0.25) logits from "
+                  "seed; file = the pivots file"),
+      pathParam("pivots", "r×d .npy of pivot locations (pivot_init=auto or file)"),
+      pathParam("mass_logits", "length-r .npy of pivot mass logits (replaces those of pivot_init)"),
+      intParam("seed", 0, 2147483647, 0, "seed of the k-means++ seeding or of the Gaussian pivots", 1000),
       maskModeSpec(false),
   });
   registry.add({"lot", "LOT", "low-rank doubly stochastic attention through r pivots (two entropic problems, glued)",

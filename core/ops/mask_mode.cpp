@@ -13,17 +13,11 @@ MaskMode parseMaskMode(const std::string& text) {
 const char* maskModeName(MaskMode mode) { return mode == MaskMode::Subsequence ? "subsequence" : "keep-queries"; }
 
 ParamSpec maskModeSpec(bool keepQueriesSupported) {
-  ParamSpec s;
-  s.name = "mask_mode";
-  s.type = ParamType::Choice;
-  s.defaultValue = std::string("subsequence");
-  s.choices = {"subsequence"};
-  if (keepQueriesSupported) s.choices.push_back("keep-queries");
-  s.description = keepQueriesSupported
-                      ? "padding: subsequence = act on valid tokens only; keep-queries = Sinkformer text convention "
-                        "(padded keys get no mass, all query rows kept)"
-                      : "padding: subsequence = act on valid tokens only";
-  return s;
+  if (!keepQueriesSupported)
+    return choiceParam("mask_mode", {"subsequence"}, "padding: subsequence = act on valid tokens only");
+  return choiceParam("mask_mode", {"subsequence", "keep-queries"},
+                     "padding: subsequence = act on valid tokens only; keep-queries = Sinkformer text convention "
+                     "(padded keys get no mass, all query rows kept)");
 }
 
 }  // namespace tl

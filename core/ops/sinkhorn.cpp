@@ -85,28 +85,13 @@ class SinkhornOperator : public TypedOperator<SinkhornOperator> {
 }  // namespace
 
 void registerSinkhorn(OperatorRegistry& registry) {
-  ParamSpec T;
-  T.name = "T";
-  T.type = ParamType::Int;
-  T.min = 1;
-  T.max = 100000;
-  T.uiMin = 1;
-  T.uiMax = 500;
-  T.defaultValue = 10LL;
-  T.description = "budget: single normalisations, rows first (T=1 is softmax; even T ends on columns)";
-  ParamSpec eps;
-  eps.name = "eps";
-  eps.type = ParamType::Real;
-  eps.min = 0;
-  eps.minExclusive = true;
-  eps.max = 1e6;
-  eps.uiMin = 1e-2;
-  eps.uiMax = 1e2;
-  eps.logScale = true;
-  eps.defaultValue = 1.0;
-  eps.description = "temperature dividing the scores: kernel exp(S/eps)";
   registry.add({"sinkhorn", "Sinkhorn", "log-domain Sinkhorn scaling of exp(QKᵀ/(√d·eps)) with a finite budget T",
-                ParamSchema({T, eps, maskModeSpec(true)}),
+                ParamSchema({intParam("T", 1, 100000, 10,
+                                      "budget: single normalisations, rows first (T=1 is softmax; even T ends on "
+                                      "columns)",
+                                      500),
+                             positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"),
+                             maskModeSpec(true)}),
                 [](const ParamSet& p) { return std::make_unique<SinkhornOperator>(p); }});
 }
 
