@@ -155,6 +155,7 @@ PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedba
   setTargetsAndErrors(r);
   r.extras[EspExtras::weights] = sliceWeights(costs, p.tau);
   r.extras[EspExtras::costs] = costs;
+  r.extras[EspExtras::directions] = theta;
   // Break-rule matchings in both modes (the permutations SoftSort approaches as sort_temp → 0).
   r.extras[EspExtras::matchings] = matchingsMatrix<T>(hard.slices, nq);
   r.extras[EspExtras::ties] = tieCounts<T>(hard.slices);

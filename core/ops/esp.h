@@ -5,7 +5,7 @@
 //  sort=hard : exactly doubly stochastic (rows 1, columns n_q/n_k) for any weights, no iteration (§2.4).
 //  sort=soft : SoftSort sorting matrices (training relaxation, §4); both marginals are off at finite
 //              sort_temp and are reported as they are, with the distance to the hard plan.
-// Results carry the extras esp_weights, esp_costs (L×1), esp_matchings (L×n_q), esp_ties (L×1) and, in soft
+// Results carry the extras esp_weights, esp_costs (L×1), esp_directions (L×d), esp_matchings (L×n_q), esp_ties (L×1) and, in soft
 // mode, esp_hard_distance (1×1); see EspExtras below.
 #include "common/attention_input.h"
 #include "common/feedback.h"
@@ -19,6 +19,7 @@ class OperatorRegistry;
 // Names of the extras (attention-scale results hold them as Mat<T>).
 struct EspExtras {
   static constexpr const char* weights = "esp_weights";          // w_l, L×1
+  static constexpr const char* directions = "esp_directions";    // θ_l, L×d unit slice directions
   static constexpr const char* costs = "esp_costs";              // D_l, L×1 (the soft D_l in soft mode)
   static constexpr const char* matchings = "esp_matchings";      // L×n_q key per query (HardSlice::matching);
                                                                  // -1 at padded queries

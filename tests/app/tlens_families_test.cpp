@@ -76,7 +76,7 @@ TEST_F(TlensFamilies, Banded) {
 
 TEST_F(TlensFamilies, EspHardIsExactlyDoublyStochastic) {
   TL_SKIP_UNLESS_LISTED("esp");
-  const auto m = plan("esp:tau=1,slicer=axis", {"plan.npy", "esp_weights.npy", "metrics.json"});
+  const auto m = plan("esp:tau=1,slicer=axis", {"plan.npy", "esp_weights.npy", "esp_directions.npy", "metrics.json"});
   expectAnalyses(m);
   EXPECT_LT(m["column_mass"]["gini"].get<double>(), 1e-12);
 }

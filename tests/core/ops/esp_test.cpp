@@ -39,6 +39,12 @@ TEST(EspGolden, MatchingsAndCosts) {
   EXPECT_TRUE(matricesNear(extraVec(r, EspExtras::costs), VecD((VecD(2) << 4.75, 3.25).finished()), 1e-12));
 }
 
+// The axis slicer's directions are the coordinate axes (L = d), reported so views can draw them.
+TEST(EspGolden, ReportsSliceDirections) {
+  const auto r = espAttention(goldenInput(), espParams(0));
+  EXPECT_TRUE(matricesNear(r.extras.at(EspExtras::directions), MatD::Identity(2, 2), 0.0));
+}
+
 TEST(EspGolden, TauZero) {
   const auto r = espAttention(goldenInput(), espParams(0));
   EXPECT_TRUE(matricesNear(extraVec(r, EspExtras::weights), VecD::Constant(2, 0.5), 0.0));
