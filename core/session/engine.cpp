@@ -15,6 +15,22 @@ PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<do
 }
 
 namespace {
+void analyseComparison(SessionResult& r, Feedback& feedback) {
+  const double roundoff = unitRoundoff(r.session.precision);
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    feedback.throwIfCanceled();
+    feedback.setProgress(1.0, "analysis");
+    OperatorRun& run = r.runs[i];
+    run.analysis = analyzePlan(run.result, roundoff);
+    if (i == 0) continue;
+    try {
+      run.toFirst = comparePlans(run.result, r.runs.front().result);
+    } catch (const InvalidArgument&) {
+      // Shapes differ (e.g. a dustbin row): no distances, and the view says so with "—".
+    }
+  }
+}
+
 SessionResult runOn(const Session& session, std::shared_ptr<const AttentionInput<double>> input, Feedback& feedback) {
   SessionResult r;
   r.session = session;
@@ -23,8 +39,12 @@ SessionResult runOn(const Session& session, std::shared_ptr<const AttentionInput
   for (size_t i = 0; i < count; ++i) {
     feedback.throwIfCanceled();
     feedback.setProgress(double(i) / double(count), session.operators[i].family);
-    r.runs.push_back({session.operators[i], runOperator(session.operators[i], *r.input, session.precision, feedback)});
+    OperatorRun run;
+    run.spec = session.operators[i];
+    run.result = runOperator(run.spec, *r.input, session.precision, feedback);
+    r.runs.push_back(std::move(run));
   }
+  if (count > 1) analyseComparison(r, feedback);
   feedback.setProgress(1.0, "done");
   return r;
 }

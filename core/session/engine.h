@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "analysis/summary.h"
 #include "common/feedback.h"
 #include "session/session.h"
 
@@ -18,6 +19,10 @@ namespace tl {
 struct OperatorRun {
   OperatorSpec spec;
   PlanResult<double> result;  // computed in the session's precision, widened for display and analysis
+  // Compare sessions (two or more operators) also analyse every plan and compare it with the first, here
+  // on the worker thread: the SVD behind the rank costs as much as the operator at large n.
+  std::optional<PlanAnalysis> analysis;
+  std::optional<PlanComparison> toFirst;  // runs after the first; empty when the shapes differ
 };
 
 struct SessionResult {

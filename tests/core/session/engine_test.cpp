@@ -69,6 +69,23 @@ TEST(RunSession, Float32PrecisionRunsInFloat) {
   EXPECT_TRUE(matricesNear(runOperator(s.operators[0], input, Precision::F32).plan, expected, 0.0));
 }
 
+// Compare sessions carry each plan's analysis and its distance to the first, computed off the GUI thread;
+// a single-operator session skips that work.
+TEST(RunSession, CompareSessionsCarryAnalysesAndDistancesToTheFirst) {
+  const auto r = runSession(makeSession("synthetic:gaussian:n=24,d=4,seed=1", {"softmax", "sinkhorn:T=20"}));
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_TRUE(r.runs[0].analysis && r.runs[1].analysis);
+  EXPECT_FALSE(r.runs[0].toFirst);
+  ASSERT_TRUE(r.runs[1].toFirst);
+  const PlanComparison expected = comparePlans(r.runs[1].result, r.runs[0].result);
+  EXPECT_EQ(r.runs[1].toFirst->relativeFrobenius, expected.relativeFrobenius);
+  EXPECT_GT(r.runs[1].toFirst->relativeFrobenius, 0.0);
+  EXPECT_EQ(r.runs[1].analysis->errors.colMax, analyzePlan(r.runs[1].result).errors.colMax);
+
+  const auto single = runSession(makeSession("synthetic:gaussian:n=24,d=4,seed=1", {"softmax"}));
+  EXPECT_FALSE(single.runs[0].analysis);
+}
+
 TEST(RunSession, ErrorsAreThrown) {
   const Session missing = makeSession("files:q=/nonexistent/dir/Q.npy,k=/nonexistent/dir/K.npy", {"softmax"});
   EXPECT_TRUE(test::throwsWith<FileError>([&] { (void)runSession(missing); }, {"/nonexistent/dir/Q.npy"}));
