@@ -1,6 +1,7 @@
 #include "cloud3d_view.h"
 
 #include <QBuffer>
+#include <QCheckBox>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -16,6 +17,7 @@
 #include <vtkRenderer.h>
 
 #include "common/errors.h"
+#include "ops/esp.h"
 #include "io/atomic_file.h"
 #include "vtk_gl_widget.h"
 #include "vtk_image_renderer.h"
@@ -92,6 +94,11 @@ Cloud3DView::Cloud3DView(QWidget* parent) : View(parent), scene_(std::make_uniqu
   reset->setText(tr("reset camera"));
   bar->addWidget(new QLabel(tr("lines (largest A_ij)"), this));
   bar->addWidget(maxLines_);
+  structure_ = new QCheckBox(this);
+  structure_->setObjectName("operatorStructure");
+  structure_->setChecked(true);
+  structure_->setVisible(false);
+  bar->addWidget(structure_);
   bar->addStretch(1);
   bar->addWidget(reset);
   layout->addLayout(bar);
@@ -119,6 +126,7 @@ Cloud3DView::Cloud3DView(QWidget* parent) : View(parent), scene_(std::make_uniqu
   message_->setText(whyNothingToDraw());
 
   connect(maxLines_, &QSpinBox::valueChanged, this, [this] { redrawScene(); });
+  connect(structure_, &QCheckBox::toggled, this, [this] { redrawScene(); });
   connect(reset, &QToolButton::clicked, this, [this] {
     scene_->resetCamera();
     if (gl_) gl_->update();
@@ -158,15 +166,47 @@ void Cloud3DView::setResult(std::shared_ptr<const SessionResult> result) {
   if (result_) emit redrawn(result_->requestId);
 }
 
+// LOT's pivots and ESP's slice directions live in the token space: drawn when that space is the
+// scene's (d = 3).
+CloudOverlay Cloud3DView::overlayFor(const OperatorRun& run) const {
+  CloudOverlay overlay;
+  if (!structure_->isChecked()) return overlay;
+  auto extra = [&](const char* name) {
+    auto it = run.result.extras.find(name);
+    return it != run.result.extras.end() ? it->second : MatD();
+  };
+  if (run.spec.family == "lot" && extra("lot_pivots").cols() == 3) {
+    overlay.pivots = extra("lot_pivots");
+    overlay.toPivots = extra("lot_P1");
+    overlay.fromPivots = extra("lot_P2");
+  } else if (run.spec.family == "esp" && extra(EspExtras::directions).cols() == 3) {
+    overlay.directions = extra(EspExtras::directions);
+    overlay.directionWeights = extra(EspExtras::weights).col(0);
+  }
+  return overlay;
+}
+
+void Cloud3DView::updateStructureToggle(const OperatorRun* run) {
+  const std::string family = run ? run->spec.family : "";
+  structure_->setVisible(family == "lot" || family == "esp");
+  structure_->setText(family == "lot" ? tr("flows through pivots") : tr("slice directions"));
+  structure_->setToolTip(family == "lot"
+                             ? tr("Draw LOT's pivots and the flows query → pivot → key (the factors P1, P2) "
+                                  "instead of the composed plan's entries")
+                             : tr("Draw ESP's slice directions θ_l as axes through the clouds; darker = larger "
+                                  "weight w_l"));
+}
+
 void Cloud3DView::redrawScene() {
   const QString why = whyNothingToDraw();
   const OperatorRun* run = primaryRun(result_.get());
+  updateStructureToggle(run);
   if (!why.isEmpty() || !run || !result_->input) {
     message_->setText(why);
     pages_->setCurrentWidget(message_);
     return;
   }
-  scene_->update(*result_->input, run->result.plan, maxLines_->value());
+  scene_->update(*result_->input, run->result.plan, maxLines_->value(), overlayFor(*run));
   if (sceneInput_ != result_->input.get()) {
     // A new input (not only new operator parameters): frame it, unless a saved camera is waiting.
     if (pendingCamera_.is_null() || !applyCameraState(scene_->renderer()->GetActiveCamera(), pendingCamera_))
@@ -199,7 +239,7 @@ int Cloud3DView::maxLines() const { return maxLines_->value(); }
 void Cloud3DView::setMaxLines(int lines) { maxLines_->setValue(lines); }
 
 nlohmann::json Cloud3DView::saveState() const {
-  nlohmann::json state = {{"maxLines", maxLines_->value()}};
+  nlohmann::json state = {{"maxLines", maxLines_->value()}, {"operatorStructure", structure_->isChecked()}};
   if (sceneInput_) state["camera"] = cameraState(scene_->renderer()->GetActiveCamera());
   else if (!pendingCamera_.is_null()) state["camera"] = pendingCamera_;
   return state;
@@ -207,6 +247,7 @@ nlohmann::json Cloud3DView::saveState() const {
 
 void Cloud3DView::restoreState(const nlohmann::json& state) {
   setMaxLines(stateValue(state, "maxLines", int(kDefaultMaxLines)));
+  structure_->setChecked(stateValue(state, "operatorStructure", true));
   pendingCamera_ = stateValue(state, "camera", nlohmann::json());
   // A scene already on screen takes the camera now; otherwise the next new input does.
   if (sceneInput_ && !pendingCamera_.is_null() &&
@@ -228,7 +269,8 @@ void Cloud3DView::exportFigure(const std::string& path, const std::string& forma
     throw Error("cannot export the 3-D view: " + why);
   const double scale = std::max(1.0, settings.scale);
   CloudScene scene;
-  scene.update(*result_->input, primaryRun(result_.get())->result.plan, maxLines_->value());
+  const OperatorRun& run = *primaryRun(result_.get());
+  scene.update(*result_->input, run.result.plan, maxLines_->value(), overlayFor(run));
   scene.setPixelScale(scale);
   if (sceneInput_) scene.copyCamera(scene_->renderer()->GetActiveCamera());
   else scene.resetCamera();

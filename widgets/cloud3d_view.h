@@ -8,6 +8,7 @@
 #include "cloud_scene.h"
 #include "view.h"
 
+class QCheckBox;
 class QLabel;
 class QSpinBox;
 class QStackedWidget;
@@ -46,6 +47,9 @@ class Cloud3DView : public View {
 
  private:
   void redrawScene();
+  // The operator's own structure, when it lives in the scene's 3-D space and the user asked for it.
+  CloudOverlay overlayFor(const OperatorRun& run) const;
+  void updateStructureToggle(const OperatorRun* run);
   void refreshImage();  // offscreen-platform display only
   QString whyNothingToDraw() const;
 
@@ -55,6 +59,7 @@ class Cloud3DView : public View {
   std::unique_ptr<CloudScene> scene_;
   std::unique_ptr<VtkImageRenderer> imageRenderer_;
   QSpinBox* maxLines_ = nullptr;
+  QCheckBox* structure_ = nullptr;  // LOT: flows through pivots; ESP: slice directions
   QStackedWidget* pages_ = nullptr;
   QLabel* message_ = nullptr;
   VtkGlWidget* gl_ = nullptr;

@@ -24,6 +24,8 @@ namespace tl {
 namespace {
 
 constexpr double kPointSize = 7;
+constexpr double kPivotSize = 13;
+QColor pivotColor() { return QColor(30, 150, 60); }
 constexpr double kLineWidths[CloudScene::kLineWidthClasses] = {1.0, 1.8, 2.8, 4.0};
 const char* const kLegendFont = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
@@ -40,6 +42,10 @@ vtkSmartPointer<vtkPolyData> pointCloud(const MatD& X) {
   poly->SetPoints(points);
   poly->SetVerts(vertices);
   return poly;
+}
+
+vtkSmartPointer<vtkPolyData> pivotCloudOrEmpty(const MatD& Z) {
+  return Z.size() ? pointCloud(Z) : vtkSmartPointer<vtkPolyData>::New();
 }
 
 vtkSmartPointer<vtkActor> makeActor(vtkPolyData* data) {
@@ -84,8 +90,10 @@ CloudScene::CloudScene() : renderer_(vtkSmartPointer<vtkRenderer>::New()) {
   queryPoints_ = makeActor(empty);
   keyPoints_ = makeActor(empty);
   setColor(queryPoints_, rowColor());
+  pivotPoints_ = makeActor(empty);
   setColor(keyPoints_, colColor());
-  for (vtkActor* a : {queryPoints_.Get(), keyPoints_.Get()}) {
+  setColor(pivotPoints_, pivotColor());
+  for (vtkActor* a : {queryPoints_.Get(), keyPoints_.Get(), pivotPoints_.Get()}) {
     a->GetProperty()->SetRenderPointsAsSpheres(true);
     renderer_->AddActor(a);
   }
@@ -93,9 +101,12 @@ CloudScene::CloudScene() : renderer_(vtkSmartPointer<vtkRenderer>::New()) {
     actor = makeActor(empty);
     renderer_->AddActor(actor);
   }
+  directionAxes_ = makeActor(empty);
+  renderer_->AddActor(directionAxes_);
   legend_[0] = makeLabel(QColor(60, 60, 60), 0);
   legend_[1] = makeLabel(colColor().darker(115), 1);
   legend_[2] = makeLabel(rowColor().darker(115), 2);
+  legend_[3] = makeLabel(pivotColor().darker(115), 3);
   for (auto& label : legend_) renderer_->AddActor2D(label);
   setPixelScale(1);
 }
@@ -103,42 +114,85 @@ CloudScene::CloudScene() : renderer_(vtkSmartPointer<vtkRenderer>::New()) {
 void CloudScene::setPixelScale(double scale) {
   pixelScale_ = scale;
   for (vtkActor* a : {queryPoints_.Get(), keyPoints_.Get()}) a->GetProperty()->SetPointSize(kPointSize * scale);
+  pivotPoints_->GetProperty()->SetPointSize(kPivotSize * scale);
   for (int c = 0; c < kLineWidthClasses; ++c) lines_[c]->GetProperty()->SetLineWidth(kLineWidths[c] * scale);
-  for (int row = 0; row < 3; ++row) {
+  directionAxes_->GetProperty()->SetLineWidth(3 * scale);
+  for (int row = 0; row < 4; ++row) {
     legend_[row]->GetTextProperty()->SetFontSize(int(15 * scale));
     legend_[row]->SetPosition(12 * scale, (10 + 22 * row) * scale);
   }
 }
 
-void CloudScene::update(const AttentionInput<double>& input, const MatD& plan, int maxLines) {
+namespace {
+
+// Indices of the `maxLines` largest positive masses among `count` candidates, largest first; ties keep
+// index order so the picture is reproducible. `positives` receives how many candidates are positive.
+template <class MassAt>
+std::vector<long long> largestMasses(long long count, MassAt mass, int maxLines, long long& positives) {
+  std::vector<long long> order;
+  order.reserve(size_t(count));
+  for (long long e = 0; e < count; ++e)
+    if (mass(e) > 0) order.push_back(e);
+  positives = (long long)order.size();
+  const size_t kept = std::min(order.size(), size_t(std::max(maxLines, 0)));
+  std::partial_sort(order.begin(), order.begin() + kept, order.end(),
+                    [&](long long a, long long b) { return mass(a) > mass(b) || (mass(a) == mass(b) && a < b); });
+  order.resize(kept);
+  return order;
+}
+
+}  // namespace
+
+void CloudScene::update(const AttentionInput<double>& input, const MatD& plan, int maxLines,
+                        const CloudOverlay& overlay) {
   auto queries = pointCloud(input.Q);
   auto keys = pointCloud(input.K);
   queryPoints_->GetMapper()->SetInputDataObject(queries);
   keyPoints_->GetMapper()->SetInputDataObject(keys);
+  pivotPoints_->GetMapper()->SetInputDataObject(pivotCloudOrEmpty(overlay.pivots));
   counts_ = {};
   counts_.queries = int(input.Q.rows());
   counts_.keys = int(input.K.rows());
+  counts_.pivots = int(overlay.pivots.rows());
+  counts_.flows = overlay.drawsFlows();
 
-  // The largest entries first; ties keep index order so the picture is reproducible.
-  std::vector<long long> order;
-  order.reserve(size_t(plan.size()));
-  for (long long e = 0; e < plan.size(); ++e)
-    if (plan.data()[e] > 0) order.push_back(e);
-  counts_.entries = (long long)order.size();
-  const size_t kept = std::min(order.size(), size_t(std::max(maxLines, 0)));
-  auto larger = [&](long long a, long long b) {
-    return plan.data()[a] > plan.data()[b] || (plan.data()[a] == plan.data()[b] && a < b);
-  };
-  std::partial_sort(order.begin(), order.begin() + kept, order.end(), larger);
-  order.resize(kept);
-  counts_.lines = int(kept);
-  const double total = plan.sum();
-  const double top = kept ? plan.data()[order.front()] : 1;
-
-  // Lines share one point set: queries first, then keys.
+  // Lines share one point set: queries, then keys, then pivots.
   auto points = vtkSmartPointer<vtkPoints>::New();
   points->DeepCopy(queries->GetPoints());
   points->InsertPoints(counts_.queries, counts_.keys, 0, keys->GetPoints());
+  const vtkIdType firstKey = counts_.queries, firstPivot = counts_.queries + counts_.keys;
+  std::vector<Segment> kept;
+  long long entries = 0;
+  if (counts_.flows) {
+    const MatD& P1 = overlay.toPivots;
+    const MatD& P2 = overlay.fromPivots;
+    auto pivots = pointCloud(overlay.pivots);
+    points->InsertPoints(firstPivot, counts_.pivots, 0, pivots->GetPoints());
+    const long long n1 = P1.size();
+    auto mass = [&](long long e) { return e < n1 ? P1.data()[e] : P2.data()[e - n1]; };
+    for (long long e : largestMasses(n1 + P2.size(), mass, maxLines, entries)) {
+      if (e < n1)
+        kept.push_back({vtkIdType(e / P1.cols()), firstPivot + vtkIdType(e % P1.cols()), mass(e)});
+      else
+        kept.push_back({firstPivot + vtkIdType((e - n1) / P2.cols()), firstKey + vtkIdType((e - n1) % P2.cols()),
+                        mass(e)});
+    }
+    drawSegments(points, kept, entries, P1.sum() + P2.sum());
+  } else {
+    auto mass = [&](long long e) { return plan.data()[e]; };
+    for (long long e : largestMasses(plan.size(), mass, maxLines, entries))
+      kept.push_back({vtkIdType(e / plan.cols()), firstKey + vtkIdType(e % plan.cols()), mass(e)});
+    drawSegments(points, kept, entries, plan.sum());
+  }
+  drawDirections(input, overlay);
+  updateLegend();
+}
+
+void CloudScene::drawSegments(vtkPoints* points, const std::vector<Segment>& kept, long long entries,
+                              double totalMass) {
+  counts_.entries = entries;
+  counts_.lines = int(kept.size());
+  const double top = kept.empty() ? 1 : kept.front().mass;
   vtkSmartPointer<vtkCellArray> cells[kLineWidthClasses];
   vtkSmartPointer<vtkUnsignedCharArray> colors[kLineWidthClasses];
   for (int c = 0; c < kLineWidthClasses; ++c) {
@@ -148,18 +202,17 @@ void CloudScene::update(const AttentionInput<double>& input, const MatD& plan, i
     colors[c]->SetName("mass");
   }
   double shown = 0;
-  for (long long e : order) {
-    const double mass = plan.data()[e];
-    shown += mass;
-    const double t = mass / top;
+  for (const Segment& s : kept) {
+    shown += s.mass;
+    const double t = s.mass / top;
     const int widthClass = std::min(kLineWidthClasses - 1, int(t * kLineWidthClasses));
-    const vtkIdType ends[2] = {vtkIdType(e / plan.cols()), vtkIdType(counts_.queries + e % plan.cols())};
+    const vtkIdType ends[2] = {s.from, s.to};
     cells[widthClass]->InsertNextCell(2, ends);
     unsigned char rgba[4];
     massColor(t, rgba);
     colors[widthClass]->InsertNextTypedTuple(rgba);
   }
-  counts_.massShown = total > 0 ? shown / total : 0;
+  counts_.massShown = totalMass > 0 ? shown / totalMass : 0;
   for (int c = 0; c < kLineWidthClasses; ++c) {
     auto poly = vtkSmartPointer<vtkPolyData>::New();
     poly->SetPoints(points);
@@ -169,15 +222,56 @@ void CloudScene::update(const AttentionInput<double>& input, const MatD& plan, i
     lines_[c]->GetMapper()->SetScalarModeToUseCellData();
     lines_[c]->GetMapper()->SetColorModeToDirectScalars();
   }
-  updateLegend();
+}
+
+// Each direction θ_l is an axis through the centre of both clouds, reaching just past the farthest point,
+// so the slices read as the lines the tokens are projected onto; darker and more opaque = larger w_l.
+void CloudScene::drawDirections(const AttentionInput<double>& input, const CloudOverlay& overlay) {
+  auto poly = vtkSmartPointer<vtkPolyData>::New();
+  counts_.directions = int(overlay.directions.rows());
+  if (counts_.directions) {
+    const MatD Q = input.Q.leftCols(3), K = input.K.leftCols(3);
+    const Eigen::RowVector3d centre = (Q.colwise().sum() + K.colwise().sum()) / double(Q.rows() + K.rows());
+    const double reach = 1.15 * std::max((Q.rowwise() - centre).rowwise().norm().maxCoeff(),
+                                         (K.rowwise() - centre).rowwise().norm().maxCoeff());
+    const VecD& w = overlay.directionWeights;
+    const bool weighted = w.size() == counts_.directions && w.maxCoeff() > 0;
+    auto points = vtkSmartPointer<vtkPoints>::New();
+    auto cells = vtkSmartPointer<vtkCellArray>::New();
+    auto colors = vtkSmartPointer<vtkUnsignedCharArray>::New();
+    colors->SetNumberOfComponents(4);
+    for (int l = 0; l < counts_.directions; ++l) {
+      const Eigen::RowVector3d axis = overlay.directions.row(l).leftCols(3).normalized() * reach;
+      const Eigen::RowVector3d a = centre - axis, b = centre + axis;
+      const vtkIdType ends[2] = {points->InsertNextPoint(a.data()), points->InsertNextPoint(b.data())};
+      cells->InsertNextCell(2, ends);
+      const double t = weighted ? w(l) / w.maxCoeff() : 1;
+      const auto shade = static_cast<unsigned char>(150 - 130 * t);
+      const unsigned char rgba[4] = {shade, shade, shade, static_cast<unsigned char>(90 + 165 * t)};
+      colors->InsertNextTypedTuple(rgba);
+    }
+    poly->SetPoints(points);
+    poly->SetLines(cells);
+    poly->GetCellData()->SetScalars(colors);
+  }
+  directionAxes_->GetMapper()->SetInputDataObject(poly);
+  directionAxes_->GetMapper()->SetScalarModeToUseCellData();
+  directionAxes_->GetMapper()->SetColorModeToDirectScalars();
 }
 
 void CloudScene::updateLegend() {
+  std::string overlay;
+  if (counts_.pivots) overlay = "\xe2\x97\x8f  LOT pivots  (" + std::to_string(counts_.pivots) + ")";
+  else if (counts_.directions)
+    overlay = "\xe2\x80\x94  ESP slice directions  (" + std::to_string(counts_.directions) + "; darker = larger w_l)";
+  const QColor overlayColor = counts_.pivots ? pivotColor().darker(115) : QColor(60, 60, 60);
+  legend_[3]->GetTextProperty()->SetColor(overlayColor.redF(), overlayColor.greenF(), overlayColor.blueF());
+  legend_[3]->SetInput(overlay.c_str());
   legend_[2]->SetInput(("\xe2\x97\x8f  queries  (" + std::to_string(counts_.queries) + ")").c_str());
   legend_[1]->SetInput(("\xe2\x97\x8f  keys  (" + std::to_string(counts_.keys) + ")").c_str());
   char text[160];
-  std::snprintf(text, sizeof text, "lines: %d largest of %lld plan entries, %.4g%% of the mass", counts_.lines,
-                counts_.entries, 100 * counts_.massShown);
+  std::snprintf(text, sizeof text, "lines: %d largest of %lld %s (%.4g%% of the mass)", counts_.lines,
+                counts_.entries, counts_.flows ? "flows via pivots" : "plan entries", 100 * counts_.massShown);
   legend_[0]->SetInput(text);
 }
 
@@ -207,6 +301,14 @@ vtkIdType CloudScene::linesDrawn() const {
   for (const auto& a : lines_)
     count += vtkPolyData::SafeDownCast(a->GetMapper()->GetInputDataObject(0, 0))->GetNumberOfLines();
   return count;
+}
+
+vtkIdType CloudScene::directionsDrawn() const {
+  return vtkPolyData::SafeDownCast(directionAxes_->GetMapper()->GetInputDataObject(0, 0))->GetNumberOfLines();
+}
+
+vtkIdType CloudScene::pivotsDrawn() const {
+  return vtkPolyData::SafeDownCast(pivotPoints_->GetMapper()->GetInputDataObject(0, 0))->GetNumberOfVerts();
 }
 
 void CloudScene::copyCamera(vtkCamera* from) {

@@ -64,7 +64,7 @@ ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
   heading_ = new QCPTextElement(plot_, tr("Marginal error per step"), captionFont());
   plot_->plotLayout()->addElement(0, 0, heading_);
   styleAxis(plot_->xAxis, tr("step t (single normalisations, rows first)"));
-  styleAxis(plot_->yAxis, tr("marginal error  max |sum − target|"));
+  styleAxis(plot_->yAxis, tr("max |sum − target|"));
   plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
   ticker->setLogBase(10);

@@ -3,6 +3,7 @@
 #include <QDockWidget>
 #include <QLabel>
 #include <QMenuBar>
+#include <QScrollArea>
 #include <QMessageBox>
 #include <QStatusBar>
 #include <algorithm>
@@ -32,9 +33,8 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
     session_.source = source;
     submit();
   });
-  connect(operatorPanel_, &OperatorPanel::specChanged, this, [this](const OperatorSpec& spec) {
-    if (session_.operators.empty()) session_.operators.push_back(spec);
-    else session_.operators.front() = spec;
+  connect(operatorPanel_, &OperatorPanel::operatorsChanged, this, [this] {
+    session_.operators = operatorPanel_->operators();
     submit();
   });
   connect(operatorPanel_, &OperatorPanel::precisionChanged, this, [this](Precision precision) {
@@ -49,6 +49,8 @@ MainWindow::~MainWindow() = default;
 // The plan heatmap is the centre; panels on the left, convergence and 3-D on the right.
 void MainWindow::buildDocks() {
   setDockNestingEnabled(true);
+  // The panels run the full height on the left; the bottom tabs span the plan and the right column.
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
   auto dock = [this](const QString& title, QWidget* content, Qt::DockWidgetArea area, const QString& id) {
     auto* d = new QDockWidget(title, this);
     d->setObjectName(id);
@@ -59,19 +61,51 @@ void MainWindow::buildDocks() {
   sourcePanel_ = new SourcePanel(this);
   operatorPanel_ = new OperatorPanel(this);
   QDockWidget* sourceDock = dock(tr("Source"), sourcePanel_, Qt::LeftDockWidgetArea, "sourceDock");
-  QDockWidget* operatorDock = dock(tr("Operator"), operatorPanel_, Qt::LeftDockWidgetArea, "operatorDock");
+  // Two operator forms (compare mode) are taller than a screen: the panel scrolls.
+  auto* operatorScroll = new QScrollArea(this);
+  operatorScroll->setWidget(operatorPanel_);
+  operatorScroll->setWidgetResizable(true);
+  operatorScroll->setFrameShape(QFrame::NoFrame);
+  operatorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  QDockWidget* operatorDock = dock(tr("Operator"), operatorScroll, Qt::LeftDockWidgetArea, "operatorDock");
   splitDockWidget(sourceDock, operatorDock, Qt::Vertical);
 
-  std::vector<QDockWidget*> viewDocks;
+  // Plan in the centre; convergence and 3-D stacked on the right; the comparison and the family views
+  // (wide figures) as tabs along the bottom, raised when compare mode or the primary family calls for them.
+  std::vector<QDockWidget*> rightDocks, bottomDocks;
   for (const std::string& name : knownViews()) {
     View* v = makeView(name, this).release();
     views_.push_back(v);
-    if (name == "plan") setCentralWidget(v);
-    else viewDocks.push_back(dock(v->title(), v, Qt::RightDockWidgetArea, QString::fromStdString(name) + "Dock"));
+    if (name == "plan") {
+      setCentralWidget(v);
+      continue;
+    }
+    const bool bottom = name != "convergence" && name != "cloud3d";
+    QDockWidget* d = dock(v->title(), v, bottom ? Qt::BottomDockWidgetArea : Qt::RightDockWidgetArea,
+                          QString::fromStdString(name) + "Dock");
+    (bottom ? bottomDocks : rightDocks).push_back(d);
+    viewDocks_[name] = d;
   }
-  for (size_t i = 1; i < viewDocks.size(); ++i) splitDockWidget(viewDocks[i - 1], viewDocks[i], Qt::Vertical);
+  for (size_t i = 1; i < rightDocks.size(); ++i) splitDockWidget(rightDocks[i - 1], rightDocks[i], Qt::Vertical);
+  for (size_t i = 1; i < bottomDocks.size(); ++i) tabifyDockWidget(bottomDocks[0], bottomDocks[i]);
   resizeDocks({sourceDock}, {330}, Qt::Horizontal);
-  if (!viewDocks.empty()) resizeDocks({viewDocks.front()}, {520}, Qt::Horizontal);
+  if (!rightDocks.empty()) resizeDocks({rightDocks.front()}, {520}, Qt::Horizontal);
+  if (!bottomDocks.empty()) resizeDocks({bottomDocks.front()}, {400}, Qt::Vertical);
+}
+
+// Raises the view that explains the new result, only when what it shows changes (compare mode switched,
+// or another primary family), so a tab the user picked stays up while sliders move.
+void MainWindow::raiseRelevantView(const SessionResult& result) {
+  if (result.runs.empty()) return;
+  const std::string key = result.runs.size() > 1 ? std::string("compare") : result.runs.front().spec.family;
+  if (key == raisedFor_) return;
+  raisedFor_ = key;
+  auto it = viewDocks_.find(key);
+  if (it == viewDocks_.end()) return;
+  it->second->raise();
+  // The bottom tabs hold wide, multi-panel figures: give them room when they come up.
+  if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < 420)
+    resizeDocks({it->second}, {420}, Qt::Vertical);
 }
 
 void MainWindow::buildMenus() {
@@ -116,7 +150,7 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   setWindowTitle(path.isEmpty() ? "TransportLens" : "TransportLens — " + path);
   sourcePanel_->setSource(session_.source);
   if (session_.operators.empty()) session_.operators.push_back(operatorPanel_->spec());
-  operatorPanel_->setSpec(session_.operators.front());
+  operatorPanel_->setOperators(session_.operators);
   operatorPanel_->setPrecision(session_.precision);
   for (View* v : views_) {
     if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
@@ -143,6 +177,7 @@ void MainWindow::submit() {
 void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
   last_ = result;
   for (View* v : views_) v->setResult(result);
+  raiseRelevantView(*result);
   if (result->requestId >= latestRequest_) busy_->clear();
   if (!result->runs.empty()) {
     const PlanResult<double>& r = result->runs.front().result;

@@ -3,11 +3,14 @@
 // results, and the File menu. Every edit is submitted to the Engine at once (newer requests supersede
 // older ones); results arrive on the GUI thread through EngineBridge and go to every view.
 #include <QMainWindow>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "session/engine.h"
 
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QMessageBox;
@@ -46,6 +49,7 @@ class MainWindow : public QMainWindow {
   void buildStatusBar();
   void submit();
   void showResult(std::shared_ptr<const SessionResult> result);
+  void raiseRelevantView(const SessionResult& result);
   void showError(quint64 requestId, const QString& message);
   void reportError(const QString& what, const QString& message);
 
@@ -63,6 +67,8 @@ class MainWindow : public QMainWindow {
   SourcePanel* sourcePanel_ = nullptr;
   OperatorPanel* operatorPanel_ = nullptr;
   std::vector<View*> views_;
+  std::map<std::string, QDockWidget*> viewDocks_;  // docked views by name (the plan is central)
+  std::string raisedFor_;  // "compare" or the primary family whose view was last raised
   QMenu* viewMenu_ = nullptr;
   QMessageBox* errorBox_ = nullptr;
   QLabel* backend_ = nullptr;

@@ -1,66 +1,63 @@
 #include "operator_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
-#include <QLabel>
 #include <QVBoxLayout>
 
-#include "param_form.h"
+#include "operator_form.h"
 
 namespace tl {
 
 OperatorPanel::OperatorPanel(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
+  primary_ = new OperatorForm("operatorFamily", this);
+  layout->addWidget(primary_);
+
   auto* top = new QFormLayout;
-  family_ = new QComboBox(this);
-  family_->setObjectName("operatorFamily");
-  for (const FamilyInfo& f : OperatorRegistry::builtin().families()) {
-    family_->addItem(QString::fromStdString(f.title), QString::fromStdString(f.name));
-    family_->setItemData(family_->count() - 1, QString::fromStdString(f.description), Qt::ToolTipRole);
-  }
   precision_ = new QComboBox(this);
   precision_->setObjectName("precision");
   for (Precision p : {Precision::F64, Precision::F32}) precision_->addItem(precisionName(p), int(p));
-  precision_->setToolTip(tr("Floating-point precision the operator runs in (results are shown in double)"));
-  top->addRow(tr("family"), family_);
+  precision_->setToolTip(tr("Floating-point precision the operators run in (results are shown in double)"));
   top->addRow(tr("precision"), precision_);
   layout->addLayout(top);
 
-  description_ = new QLabel(this);
-  description_->setWordWrap(true);
-  description_->setStyleSheet("color: palette(mid);");
-  layout->addWidget(description_);
-  formHost_ = new QVBoxLayout;
-  layout->addLayout(formHost_);
+  compareToggle_ = new QCheckBox(tr("compare with a second operator"), this);
+  compareToggle_->setObjectName("compareToggle");
+  compareToggle_->setToolTip(tr("Run a second operator on the same input; the Compare view shows both plans, "
+                                "their difference and a table of diagnostics"));
+  layout->addWidget(compareToggle_);
+  compare_ = new OperatorForm("compareFamily", this);
+  compare_->setObjectName("compareForm");
+  compare_->setVisible(false);
+  layout->addWidget(compare_);
   layout->addStretch(1);
 
-  connect(family_, &QComboBox::currentIndexChanged, this, &OperatorPanel::onFamilyPicked);
+  connect(primary_, &OperatorForm::specChanged, this, [this](const OperatorSpec& spec) {
+    emit specChanged(spec);
+    emit operatorsChanged();
+  });
+  connect(compare_, &OperatorForm::specChanged, this, [this] {
+    if (compareEnabled()) emit operatorsChanged();
+  });
+  connect(compareToggle_, &QCheckBox::toggled, this, [this](bool on) {
+    compare_->setVisible(on);
+    emit operatorsChanged();
+  });
   connect(precision_, &QComboBox::currentIndexChanged, this,
           [this](int) { emit precisionChanged(Precision(precision_->currentData().toInt())); });
-  const FamilyInfo& first = OperatorRegistry::builtin().families().front();
-  setSpec(OperatorRegistry::builtin().resolve(first.name, {}));
+  // The second operator starts as the one most sessions compare against: plain softmax.
+  compare_->setSpec(OperatorRegistry::builtin().resolve("softmax", {}));
 }
 
-void OperatorPanel::showFamily(const FamilyInfo& family, const ParamSet& values) {
-  delete form_;
-  form_ = new ParamForm(family.schema, values, this);
-  formHost_->addWidget(form_);
-  description_->setText(QString::fromStdString(family.description));
-  connect(form_, &ParamForm::valuesChanged, this, [this] {
-    spec_.params = form_->values();
-    emit specChanged(spec_);
-  });
-}
+void OperatorPanel::setSpec(const OperatorSpec& spec) { primary_->setSpec(spec); }
 
-void OperatorPanel::setSpec(const OperatorSpec& spec) {
-  const bool sameFamily = form_ && spec.family == spec_.family;
-  spec_ = spec;
-  {
-    const QSignalBlocker block(family_);
-    family_->setCurrentIndex(family_->findData(QString::fromStdString(spec.family)));
-  }
-  if (sameFamily) form_->setValues(spec.params);
-  else showFamily(OperatorRegistry::builtin().get(spec.family), spec.params);
+void OperatorPanel::setOperators(const std::vector<OperatorSpec>& operators) {
+  if (!operators.empty()) primary_->setSpec(operators.front());
+  if (operators.size() > 1) compare_->setSpec(operators[1]);
+  const QSignalBlocker block(compareToggle_);
+  compareToggle_->setChecked(operators.size() > 1);
+  compare_->setVisible(operators.size() > 1);
 }
 
 void OperatorPanel::setPrecision(Precision precision) {
@@ -68,12 +65,15 @@ void OperatorPanel::setPrecision(Precision precision) {
   precision_->setCurrentIndex(precision_->findData(int(precision)));
 }
 
-// A new family starts from its schema defaults.
-void OperatorPanel::onFamilyPicked(int index) {
-  const std::string name = family_->itemData(index).toString().toStdString();
-  spec_ = OperatorRegistry::builtin().resolve(name, {});
-  showFamily(OperatorRegistry::builtin().get(name), spec_.params);
-  emit specChanged(spec_);
+const OperatorSpec& OperatorPanel::spec() const { return primary_->spec(); }
+
+std::vector<OperatorSpec> OperatorPanel::operators() const {
+  std::vector<OperatorSpec> ops{primary_->spec()};
+  if (compareEnabled()) ops.push_back(compare_->spec());
+  return ops;
 }
+
+bool OperatorPanel::compareEnabled() const { return compareToggle_->isChecked(); }
+void OperatorPanel::setCompareEnabled(bool on) { compareToggle_->setChecked(on); }
 
 }  // namespace tl

@@ -1,43 +1,49 @@
 #pragma once
-// The operator dock: family picker (every family the registry knows) and that family's parameters,
-// generated from its schema, plus the session's precision.
+// The operator dock: the primary operator's form, the session's precision, and "compare with": a second
+// operator form (the same OperatorForm) that makes the session hold two operators. Turning compare off
+// returns the session to one operator.
 #include <QWidget>
+#include <vector>
 
 #include "ops/registry.h"
 #include "session/session.h"
 
+class QCheckBox;
 class QComboBox;
-class QLabel;
-class QVBoxLayout;
 
 namespace tl {
 
-class ParamForm;
+class OperatorForm;
 
 class OperatorPanel : public QWidget {
   Q_OBJECT
  public:
   explicit OperatorPanel(QWidget* parent = nullptr);
 
-  // Shows `spec` without emitting specChanged (used when a session is opened).
+  // Shows `spec` as the primary operator without emitting signals (used when a session is opened).
   void setSpec(const OperatorSpec& spec);
+  // Shows the session's operators: the first is primary; a second turns compare mode on (none: off).
+  // Emits nothing.
+  void setOperators(const std::vector<OperatorSpec>& operators);
   void setPrecision(Precision precision);
-  const OperatorSpec& spec() const { return spec_; }
+  const OperatorSpec& spec() const;
+  // The operators the session should run: the primary, then the compared one while compare is on.
+  std::vector<OperatorSpec> operators() const;
+  bool compareEnabled() const;
+  void setCompareEnabled(bool on);  // emits operatorsChanged when it changes the state
+  OperatorForm* primaryForm() const { return primary_; }
+  OperatorForm* compareForm() const { return compare_; }
 
  signals:
-  void specChanged(const tl::OperatorSpec& spec);
+  void specChanged(const tl::OperatorSpec& spec);  // the primary operator was edited
+  void operatorsChanged();                         // any edit to the operator list (primary, compare, toggle)
   void precisionChanged(tl::Precision precision);
 
  private:
-  void showFamily(const FamilyInfo& family, const ParamSet& values);
-  void onFamilyPicked(int index);
-
-  OperatorSpec spec_;
-  QComboBox* family_ = nullptr;
+  OperatorForm* primary_ = nullptr;
+  OperatorForm* compare_ = nullptr;
+  QCheckBox* compareToggle_ = nullptr;
   QComboBox* precision_ = nullptr;
-  QLabel* description_ = nullptr;
-  QVBoxLayout* formHost_ = nullptr;
-  ParamForm* form_ = nullptr;
 };
 
 }  // namespace tl

@@ -14,6 +14,18 @@ QCPColorGradient viridisGradient() {
   return g;
 }
 
+QCPColorGradient divergingGradient() {
+  QCPColorGradient g;
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  // ColorBrewer RdBu (reversed: negative blue), 9 classes.
+  const QColor stops[] = {QColor(33, 102, 172),  QColor(67, 147, 195),  QColor(146, 197, 222),
+                          QColor(209, 229, 240), QColor(247, 247, 247), QColor(253, 219, 199),
+                          QColor(244, 165, 130), QColor(214, 96, 77),   QColor(178, 24, 43)};
+  for (int i = 0; i < 9; ++i) g.setColorStopAt(i / 8.0, stops[i]);
+  g.setLevelCount(256);
+  return g;
+}
+
 QFont captionFont() { return QFont("DejaVu Sans", 10); }
 
 namespace {
@@ -45,8 +57,20 @@ void styleAxis(QCPAxis* axis, const QString& label) {
 
 QString operatorCaption(const OperatorSpec& spec) {
   const FamilyInfo& family = OperatorRegistry::builtin().get(spec.family);
-  return QString::fromStdString(family.title) + "  ·  " +
-         QString::fromStdString(formatParams(spec.params, &family.schema)).replace(",", ", ");
+  // Families with many parameters (ESP has ten) get more than one line, so headings are never clipped.
+  constexpr int kLineLength = 60;
+  QString caption = QString::fromStdString(family.title) + "  ·  ";
+  int lineStart = 0;
+  const QStringList params = QString::fromStdString(formatParams(spec.params, &family.schema)).split(',');
+  for (int k = 0; k < params.size(); ++k) {
+    if (k > 0) caption += ", ";
+    if (caption.size() - lineStart + params[k].size() > kLineLength) {
+      caption += "\n";
+      lineStart = int(caption.size());
+    }
+    caption += params[k];
+  }
+  return caption;
 }
 
 }  // namespace tl

@@ -11,6 +11,9 @@ namespace tl {
 
 // Perceptually uniform sequential map (viridis); QCustomPlot 2.1 has no such preset.
 QCPColorGradient viridisGradient();
+// Diverging map for signed data (differences): blue below 0, white at 0, red above; pair it with a
+// symmetric data range [-m, m] so white means "equal".
+QCPColorGradient divergingGradient();
 void styleAxis(QCPAxis* axis, const QString& label);
 // Ticks on whole numbers only (indices, step counts), spaced 1, 2, 5, 10, ... as the range needs.
 QSharedPointer<QCPAxisTicker> integerTicker();

@@ -1,14 +1,18 @@
 #include "view_factory.h"
 
+#include "banded_view.h"
 #include "cloud3d_view.h"
+#include "compare_view.h"
 #include "common/errors.h"
 #include "convergence_view.h"
+#include "esp_view.h"
+#include "lot_view.h"
 #include "plan_heatmap_view.h"
 
 namespace tl {
 
 const std::vector<std::string>& knownViews() {
-  static const std::vector<std::string> names{"plan", "convergence", "cloud3d"};
+  static const std::vector<std::string> names{"plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded"};
   return names;
 }
 
@@ -16,6 +20,10 @@ std::unique_ptr<View> makeView(const std::string& name, QWidget* parent) {
   if (name == "plan") return std::make_unique<PlanHeatmapView>(parent);
   if (name == "convergence") return std::make_unique<ConvergenceView>(parent);
   if (name == "cloud3d") return std::make_unique<Cloud3DView>(parent);
+  if (name == "compare") return std::make_unique<CompareView>(parent);
+  if (name == "esp") return std::make_unique<EspView>(parent);
+  if (name == "lot") return std::make_unique<LotView>(parent);
+  if (name == "banded") return std::make_unique<BandedView>(parent);
   std::string known;
   for (const auto& n : knownViews()) known += (known.empty() ? "" : ", ") + n;
   throw InvalidArgument("unknown view '" + name + "' (known views: " + known + ")");

@@ -8,7 +8,7 @@
 
 namespace tl {
 
-const std::vector<std::string>& knownViews();  // "plan", "convergence", "cloud3d"
+const std::vector<std::string>& knownViews();  // "plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded"
 // Throws InvalidArgument listing the known names.
 std::unique_ptr<View> makeView(const std::string& name, QWidget* parent = nullptr);
 

@@ -80,7 +80,7 @@ TEST_F(MainWindowTest, ScreenshotOfWholeWindowShowsAllViews) {
   window.resize(1500, 950);
   window.show();
   ASSERT_TRUE(test::waitUntil([&] { return window.lastResult() != nullptr; }));
-  test::waitUntil([] { return false; }, std::chrono::milliseconds(500));  // let the GL view paint
+  (void)test::waitUntil([] { return false; }, std::chrono::milliseconds(500));  // let the GL view paint
   const QImage shot = window.grab().toImage();
   ASSERT_FALSE(shot.isNull());
   EXPECT_GT(test::distinctColors(shot), 200);  // plots, colour map and the 3-D scene, not a blank window
