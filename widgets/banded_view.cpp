@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "common/params.h"
-#include "plot_export.h"
 #include "plot_style.h"
 
 namespace tl {
@@ -13,13 +12,7 @@ BandedView::BandedView(QWidget* parent) : FamilyView(parent) {
   auto* content = new QWidget(this);
   auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(2, 2, 2, 2);
-  plot_ = new QCustomPlot(content);
-  plot_->setMinimumSize(420, 240);
-  plot_->plotLayout()->clear();
-  heading_ = new QCPTextElement(plot_, tr("Banded support"), captionFont());
-  plot_->plotLayout()->addElement(0, 0, heading_);
-  auto* grid = new QCPLayoutGrid;
-  plot_->plotLayout()->addElement(1, 0, grid);
+  QCPLayoutGrid* grid = makePlot(content, tr("Banded support"), QSize(420, 240), captionFont());
 
   QCPColorGradient twoTone;
   twoTone.setColorStopAt(0, QColor(240, 240, 240));
@@ -94,10 +87,5 @@ void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
 int BandedView::tileCount() const { return showingContent() ? rowErrors_->data()->size() : 0; }
 double BandedView::tileRowError(int tile) const { return rowErrors_->data()->at(tile)->value; }
 double BandedView::tileColError(int tile) const { return colErrors_->data()->at(tile)->value; }
-
-void BandedView::exportFigure(const std::string& path, const std::string& format,
-                              const ExportSettings& settings) const {
-  exportPlot(*plot_, path, format, settings);
-}
 
 }  // namespace tl

@@ -5,7 +5,6 @@
 #include "family_view.h"
 #include "matrix_map.h"
 
-class QCustomPlot;
 
 namespace tl {
 
@@ -17,24 +16,15 @@ class BandedView : public FamilyView {
   std::string viewName() const override { return "banded"; }
   QString title() const override { return tr("Banded support"); }
   void setResult(std::shared_ptr<const SessionResult> result) override;
-  nlohmann::json saveState() const override { return nlohmann::json::object(); }
-  void restoreState(const nlohmann::json&) override {}
-  std::vector<std::string> exportFormats() const override { return {"png", "svg", "pdf"}; }
-  void exportFigure(const std::string& path, const std::string& format,
-                    const ExportSettings& settings) const override;
 
   const MatrixMap& mask() const { return mask_; }
   int bandWidth() const { return W_; }  // W of the drawn mask (-1 before a banded result)
   int tileCount() const;
   double tileRowError(int tile) const;
   double tileColError(int tile) const;
-  QCustomPlot* plot() const { return plot_; }
 
  private:
-  std::shared_ptr<const SessionResult> result_;
   int W_ = -1;
-  QCustomPlot* plot_ = nullptr;
-  QCPTextElement* heading_ = nullptr;
   QCPTextElement* tileTitle_ = nullptr;
   MatrixMap mask_;
   QCPBars* rowErrors_ = nullptr;

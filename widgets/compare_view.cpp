@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "analysis/summary.h"
-#include "plot_export.h"
 #include "plot_style.h"
 
 namespace tl {
@@ -49,13 +48,7 @@ QTableWidgetItem* numberItem(double value) {
 
 CompareView::CompareView(QWidget* parent) : FamilyView(parent) {
   auto* content = new QSplitter(Qt::Vertical, this);
-  plot_ = new QCustomPlot(content);
-  plot_->setMinimumSize(480, 200);
-  plot_->plotLayout()->clear();
-  heading_ = new QCPTextElement(plot_, tr("Compare"), QFont("DejaVu Sans", 8));
-  plot_->plotLayout()->addElement(0, 0, heading_);
-  auto* grid = new QCPLayoutGrid;
-  plot_->plotLayout()->addElement(1, 0, grid);
+  QCPLayoutGrid* grid = makePlot(content, tr("Compare"), QSize(480, 200), QFont("DejaVu Sans", 8));
   first_ = addMatrixMap(plot_, grid, 0, 0, tr("query i"), tr("key j"), viridisGradient());
   second_ = addMatrixMap(plot_, grid, 0, 1, tr("query i"), tr("key j"), viridisGradient());
   diff_ = addMatrixMap(plot_, grid, 0, 2, tr("query i"), tr("key j"), divergingGradient());
@@ -171,11 +164,6 @@ double CompareView::tableValue(int row, const QString& column) const {
   const int c = int(columnKeys().indexOf(column));
   const QTableWidgetItem* item = (c >= 0 && row >= 0 && row < table_->rowCount()) ? table_->item(row, c) : nullptr;
   return item ? item->data(Qt::UserRole).toDouble() : kNaN;
-}
-
-void CompareView::exportFigure(const std::string& path, const std::string& format,
-                               const ExportSettings& settings) const {
-  exportPlot(*plot_, path, format, settings);
 }
 
 }  // namespace tl

@@ -2,13 +2,13 @@
 // Compare mode: the plans of operator 1 (primary) and operator 2 side by side on one colour scale, their
 // difference A1 − A2 on a diverging scale symmetric about 0, and a table with one row per operator:
 // time, marginal errors, entropy, column mass, effective rank (analyzePlan) and the distances to
-// operator 1 (comparePlans). With one operator the view says how to turn compare mode on.
+// operator 1 (comparePlans). With one operator the view says how to turn compare mode on. Its figure
+// export is the three heatmaps; the table is on screen and in `tlens compare --csv`.
 #include <QStringList>
 
 #include "family_view.h"
 #include "matrix_map.h"
 
-class QCustomPlot;
 class QTableWidget;
 
 namespace tl {
@@ -21,12 +21,6 @@ class CompareView : public FamilyView {
   std::string viewName() const override { return "compare"; }
   QString title() const override { return tr("Compare"); }
   void setResult(std::shared_ptr<const SessionResult> result) override;
-  nlohmann::json saveState() const override { return nlohmann::json::object(); }
-  void restoreState(const nlohmann::json&) override {}
-  std::vector<std::string> exportFormats() const override { return {"png", "svg", "pdf"}; }
-  // Exports the three heatmaps (the table is on screen and in `tlens compare`).
-  void exportFigure(const std::string& path, const std::string& format,
-                    const ExportSettings& settings) const override;
 
   // Column keys of the table, in order: "time_ms", "row_err", "col_err", "entropy", "max_col_sum", "gini",
   // "eff_rank", "rel_frobenius", "max_abs", "row_kl", "output_diff".
@@ -37,14 +31,10 @@ class CompareView : public FamilyView {
   const MatrixMap& plan(int which) const { return which == 0 ? first_ : second_; }
   const MatrixMap& difference() const { return diff_; }
   QTableWidget* table() const { return table_; }
-  QCustomPlot* plot() const { return plot_; }
 
  private:
   void fillTable(const SessionResult& result);
 
-  std::shared_ptr<const SessionResult> result_;
-  QCustomPlot* plot_ = nullptr;
-  QCPTextElement* heading_ = nullptr;
   MatrixMap first_, second_, diff_;
   QTableWidget* table_ = nullptr;
 };

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "ops/esp.h"
-#include "plot_export.h"
 #include "plot_style.h"
 
 namespace tl {
@@ -29,13 +28,7 @@ EspView::EspView(QWidget* parent) : FamilyView(parent) {
   bar->addWidget(readout_, 1);
   layout->addLayout(bar);
 
-  plot_ = new QCustomPlot(content);
-  plot_->setMinimumSize(420, 240);
-  plot_->plotLayout()->clear();
-  heading_ = new QCPTextElement(plot_, tr("ESP slices"), captionFont());
-  plot_->plotLayout()->addElement(0, 0, heading_);
-  auto* grid = new QCPLayoutGrid;
-  plot_->plotLayout()->addElement(1, 0, grid);
+  QCPLayoutGrid* grid = makePlot(content, tr("ESP slices"), QSize(420, 240), captionFont());
 
   barRect_ = new QCPAxisRect(plot_);
   grid->addElement(0, 0, barRect_);
@@ -147,10 +140,5 @@ void EspView::setSlice(int slice) {
 
 nlohmann::json EspView::saveState() const { return {{"slice", wantedSlice_}}; }
 void EspView::restoreState(const nlohmann::json& state) { setSlice(stateValue(state, "slice", 0)); }
-
-void EspView::exportFigure(const std::string& path, const std::string& format,
-                           const ExportSettings& settings) const {
-  exportPlot(*plot_, path, format, settings);
-}
 
 }  // namespace tl

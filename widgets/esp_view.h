@@ -5,7 +5,6 @@
 #include "family_view.h"
 #include "matrix_map.h"
 
-class QCustomPlot;
 class QLabel;
 class QSpinBox;
 
@@ -21,9 +20,6 @@ class EspView : public FamilyView {
   void setResult(std::shared_ptr<const SessionResult> result) override;
   nlohmann::json saveState() const override;
   void restoreState(const nlohmann::json& state) override;
-  std::vector<std::string> exportFormats() const override { return {"png", "svg", "pdf"}; }
-  void exportFigure(const std::string& path, const std::string& format,
-                    const ExportSettings& settings) const override;
 
   // What is drawn (tests compare it with the result's extras).
   int sliceCount() const;
@@ -32,18 +28,14 @@ class EspView : public FamilyView {
   int slice() const;
   void setSlice(int slice);
   const MatrixMap& slicePlan() const { return slicePlan_; }
-  QCustomPlot* plot() const { return plot_; }
 
  private:
   void drawSlice();
   void onPlotClick(QMouseEvent* event);
 
-  std::shared_ptr<const SessionResult> result_;
   int wantedSlice_ = 0;  // restored before a result arrives
   QSpinBox* sliceBox_ = nullptr;
   QLabel* readout_ = nullptr;
-  QCustomPlot* plot_ = nullptr;
-  QCPTextElement* heading_ = nullptr;
   QCPAxisRect* barRect_ = nullptr;
   QCPBars* weights_ = nullptr;
   QCPBars* picked_ = nullptr;  // the chosen slice's bar, highlighted

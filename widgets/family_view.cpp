@@ -4,6 +4,8 @@
 #include <QStackedLayout>
 
 #include "ops/registry.h"
+#include "plot_export.h"
+#include "plot_style.h"
 
 namespace tl {
 
@@ -20,6 +22,23 @@ FamilyView::FamilyView(QWidget* parent) : View(parent) {
 }
 
 void FamilyView::setContent(QWidget* content) { pages_->addWidget(content); }
+
+QCPLayoutGrid* FamilyView::makePlot(QWidget* host, const QString& heading, QSize minimumSize,
+                                    const QFont& headingFont) {
+  plot_ = new QCustomPlot(host);
+  plot_->setMinimumSize(minimumSize);
+  plot_->plotLayout()->clear();
+  heading_ = new QCPTextElement(plot_, heading, headingFont);
+  plot_->plotLayout()->addElement(0, 0, heading_);
+  auto* grid = new QCPLayoutGrid;
+  plot_->plotLayout()->addElement(1, 0, grid);
+  return grid;
+}
+
+void FamilyView::exportFigure(const std::string& path, const std::string& format,
+                              const ExportSettings& settings) const {
+  exportPlot(*plot_, path, format, settings);
+}
 
 void FamilyView::showContent() {
   message_->clear();

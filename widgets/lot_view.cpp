@@ -2,7 +2,6 @@
 
 #include <QVBoxLayout>
 
-#include "plot_export.h"
 #include "plot_style.h"
 
 namespace tl {
@@ -11,13 +10,7 @@ LotView::LotView(QWidget* parent) : FamilyView(parent) {
   auto* content = new QWidget(this);
   auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(2, 2, 2, 2);
-  plot_ = new QCustomPlot(content);
-  plot_->setMinimumSize(420, 240);
-  plot_->plotLayout()->clear();
-  heading_ = new QCPTextElement(plot_, tr("LOT factors"), captionFont());
-  plot_->plotLayout()->addElement(0, 0, heading_);
-  auto* grid = new QCPLayoutGrid;
-  plot_->plotLayout()->addElement(1, 0, grid);
+  QCPLayoutGrid* grid = makePlot(content, tr("LOT factors"), QSize(420, 240), captionFont());
 
   p1_ = addMatrixMap(plot_, grid, 0, 0, tr("query i"), tr("pivot k"), viridisGradient());
   p2_ = addMatrixMap(plot_, grid, 0, 1, tr("pivot k"), tr("key j"), viridisGradient());
@@ -64,10 +57,5 @@ void LotView::setResult(std::shared_ptr<const SessionResult> result) {
 
 int LotView::pivotCount() const { return showingContent() ? masses_->data()->size() : 0; }
 double LotView::pivotMass(int pivot) const { return masses_->data()->at(pivot)->value; }
-
-void LotView::exportFigure(const std::string& path, const std::string& format,
-                           const ExportSettings& settings) const {
-  exportPlot(*plot_, path, format, settings);
-}
 
 }  // namespace tl

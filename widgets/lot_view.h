@@ -4,7 +4,6 @@
 #include "family_view.h"
 #include "matrix_map.h"
 
-class QCustomPlot;
 
 namespace tl {
 
@@ -16,22 +15,13 @@ class LotView : public FamilyView {
   std::string viewName() const override { return "lot"; }
   QString title() const override { return tr("LOT factors"); }
   void setResult(std::shared_ptr<const SessionResult> result) override;
-  nlohmann::json saveState() const override { return nlohmann::json::object(); }
-  void restoreState(const nlohmann::json&) override {}
-  std::vector<std::string> exportFormats() const override { return {"png", "svg", "pdf"}; }
-  void exportFigure(const std::string& path, const std::string& format,
-                    const ExportSettings& settings) const override;
 
   const MatrixMap& p1() const { return p1_; }
   const MatrixMap& p2() const { return p2_; }
   int pivotCount() const;
   double pivotMass(int pivot) const;
-  QCustomPlot* plot() const { return plot_; }
 
  private:
-  std::shared_ptr<const SessionResult> result_;
-  QCustomPlot* plot_ = nullptr;
-  QCPTextElement* heading_ = nullptr;
   MatrixMap p1_, p2_;
   QCPBars* masses_ = nullptr;
 };
