@@ -3,6 +3,10 @@
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
+# File formats in core/: gzipped IDX and deflated zip entries, PNG and JPEG images (CMake's own modules).
+find_package(ZLIB REQUIRED)
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
 
 if(TL_BUILD_TESTS)
   find_package(GTest REQUIRED)
