@@ -14,6 +14,14 @@ add_executable(tlens
   cli/bench_command.cpp
   cli/reference_bench.cpp
 )
+# Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
+if(TL_TORCH)
+  target_sources(tlens PRIVATE cli/model_options.cpp cli/extract_command.cpp cli/eval_command.cpp)
+  target_link_libraries(tlens PRIVATE tl_model)
+  target_compile_definitions(tlens PRIVATE TL_WITH_TORCH=1)
+else()
+  target_sources(tlens PRIVATE cli/model_commands_unavailable.cpp)
+endif()
 target_include_directories(tlens PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cli ${PROJECT_SOURCE_DIR})
 target_link_libraries(tlens PRIVATE tl_core)
 # `tlens bench` finds scripts/reference/bench_reference.py here unless TL_REFERENCE_DIR says otherwise.

@@ -12,6 +12,9 @@ int planCommand(const Args& args);
 int compareCommand(const Args& args);
 int renderCommand(const Args& args);
 int benchCommand(const Args& args);
+// Checkpoint commands: built with LibTorch (TL_TORCH); otherwise they say so.
+int extractCommand(const Args& args);
+int evalCommand(const Args& args);
 
 // Help blocks generated from the registries, so a new family or generator needs no CLI change.
 std::string operatorsHelp();  // every family with describeSchema() of its parameters

@@ -7,6 +7,9 @@
 
 #include "commands.h"
 #include "common/errors.h"
+#ifdef TL_WITH_TORCH
+#include "model/vit_model_backend.h"
+#endif
 
 namespace {
 
@@ -23,6 +26,8 @@ const std::map<std::string, CommandEntry>& commands() {
       {"compare", {tl::cli::compareCommand, "run several operators on one input; table of analyses and distances"}},
       {"render", {tl::cli::renderCommand, "run a session file and write its figures (PNG/SVG/PDF)"}},
       {"bench", {tl::cli::benchCommand, "time operators on the CPU next to the PyTorch reference"}},
+      {"extract", {tl::cli::extractCommand, "run a ViT checkpoint on an image; write logits and per-head Q, K, V, attention"}},
+      {"eval", {tl::cli::evalCommand, "a checkpoint's accuracy; with --swap, another operator plugged into it"}},
   };
   return table;
 }
@@ -66,6 +71,9 @@ int dispatch(const tl::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TL_WITH_TORCH
+  tl::installVitModelBackend();  // model sources (--source model:...) and checkpoint sessions
+#endif
   try {
     return dispatch(tl::cli::Args(argv + 1, argv + argc));
   } catch (const tl::InvalidArgument& e) {

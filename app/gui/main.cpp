@@ -12,6 +12,9 @@
 #include "latency_benchmark.h"
 #include "main_window.h"
 #include "session_files.h"
+#ifdef TL_WITH_TORCH
+#include "model/vit_model_backend.h"
+#endif
 
 namespace {
 
@@ -30,6 +33,9 @@ void setDefaultSurfaceFormat() {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TL_WITH_TORCH
+  tl::installVitModelBackend();  // checkpoint sessions
+#endif
   setDefaultSurfaceFormat();
   QApplication app(argc, argv);
   QApplication::setApplicationName("TransportLens");

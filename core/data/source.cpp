@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "data/synthetic.h"
 #include "io/npy.h"
+#include "model/model_backend.h"
 
 namespace tl {
 
@@ -55,8 +56,14 @@ SourceSpec SourceSpec::parse(const std::string& text) {
     if (s.q.empty() || s.k.empty()) throw InvalidArgument("source '" + text + "': q and k files are required");
     return s;
   }
+  if (kind == "model") {
+    s.kind = Kind::Model;
+    s.model = ModelSourceSpec::parse(rest);
+    return s;
+  }
   throw InvalidArgument("source '" + text +
-                        "' is not valid; expected synthetic:<generator>:key=value,... or files:q=Q.npy,k=K.npy");
+                        "' is not valid; expected synthetic:<generator>:key=value,..., files:q=Q.npy,k=K.npy or "
+                        "model:checkpoint=DIR,image=fashion-mnist:test:0,layer=0,head=0");
 }
 
 std::string SourceSpec::toString() const {
@@ -64,6 +71,7 @@ std::string SourceSpec::toString() const {
     const std::string params_ = formatParams(params, &syntheticGenerator(generator).schema);
     return "synthetic:" + generator + (params_.empty() ? "" : ":" + params_);
   }
+  if (kind == Kind::Model) return "model:" + model.toString();
   std::string out = "files:q=" + q + ",k=" + k;
   if (!v.empty()) out += ",v=" + v;
   if (!mask.empty()) out += ",mask=" + mask;
@@ -92,7 +100,22 @@ void validateFiles(const AttentionInput<double>& in, const SourceSpec& s) {
 }
 }  // namespace
 
+AttentionInput<double> attentionInputOf(const ModelRun& run, const ModelSourceSpec& spec) {
+  const int layers = int(run.trace.layers.size());
+  if (spec.layer >= layers)
+    throw InvalidArgument("model source: layer " + std::to_string(spec.layer) + " does not exist; " + run.checkpoint +
+                          " has layers 0.." + std::to_string(layers - 1));
+  const auto& heads = run.trace.layers[size_t(spec.layer)].heads;
+  if (spec.head >= int(heads.size()))
+    throw InvalidArgument("model source: head " + std::to_string(spec.head) + " does not exist; " + run.checkpoint +
+                          " has heads 0.." + std::to_string(int(heads.size()) - 1));
+  return heads[size_t(spec.head)].input;
+}
+
 AttentionInput<double> loadSource(const SourceSpec& spec) {
+  if (spec.kind == SourceSpec::Kind::Model) {
+    return attentionInputOf(*modelBackend().run(spec.model, noFeedback()), spec.model);
+  }
   if (spec.kind == SourceSpec::Kind::Synthetic) {
     const auto& gen = syntheticGenerator(spec.generator);
     AttentionInput<double> in = gen.generate(gen.schema.resolve(spec.params, "synthetic:" + spec.generator));

@@ -31,10 +31,22 @@ void analyseComparison(SessionResult& r, Feedback& feedback) {
   }
 }
 
-SessionResult runOn(const Session& session, std::shared_ptr<const AttentionInput<double>> input, Feedback& feedback) {
+// The model again with the primary operator in place of its normaliser where the session's scope says.
+void swapIntoModel(SessionResult& r, Feedback& feedback) {
+  const ModelSourceSpec& source = r.session.source.model;
+  r.swappedLayers = swappedLayers(r.session.swapScope, source.layer, int(r.model->trace.layers.size()));
+  if (r.swappedLayers.empty()) return;
+  std::map<int, OperatorSpec> swaps;
+  for (int layer : r.swappedLayers) swaps[layer] = r.session.operators.front();
+  feedback.setProgress(1.0, "model with the operator swapped in");
+  r.swapped = modelBackend().rerun(*r.model, r.swappedLayers.front(), swaps, feedback);
+}
+
+SessionResult runOn(const Session& session, const LoadedSource& source, Feedback& feedback) {
   SessionResult r;
   r.session = session;
-  r.input = std::move(input);
+  r.input = source.input;
+  r.model = source.model;
   const size_t count = session.operators.size();
   for (size_t i = 0; i < count; ++i) {
     feedback.throwIfCanceled();
@@ -45,6 +57,7 @@ SessionResult runOn(const Session& session, std::shared_ptr<const AttentionInput
     r.runs.push_back(std::move(run));
   }
   if (count > 1) analyseComparison(r, feedback);
+  if (r.model) swapIntoModel(r, feedback);
   feedback.setProgress(1.0, "done");
   return r;
 }
@@ -52,19 +65,33 @@ SessionResult runOn(const Session& session, std::shared_ptr<const AttentionInput
 // Files may change on disk between requests; their modification times are part of the cache key.
 std::string sourceKey(const SourceSpec& s) {
   std::string key = s.toString();
-  if (s.kind == SourceSpec::Kind::Files) {
-    for (const auto* path : {&s.q, &s.k, &s.v, &s.mask}) {
-      std::error_code ec;
-      if (!path->empty()) key += "|" + std::to_string(std::filesystem::last_write_time(*path, ec).time_since_epoch().count());
-    }
-  }
+  auto stamp = [&](const std::string& path) {
+    std::error_code ec;
+    if (!path.empty()) key += "|" + std::to_string(std::filesystem::last_write_time(path, ec).time_since_epoch().count());
+  };
+  if (s.kind == SourceSpec::Kind::Files)
+    for (const auto* path : {&s.q, &s.k, &s.v, &s.mask}) stamp(*path);
+  if (s.kind == SourceSpec::Kind::Model) stamp(s.model.checkpoint);
   return key;
 }
 }  // namespace
 
+LoadedSource loadSessionSource(const SourceSpec& source, Feedback& feedback) {
+  LoadedSource loaded;
+  if (source.kind == SourceSpec::Kind::Model) {
+    loaded.model = modelBackend().run(source.model, feedback);
+    AttentionInput<double> input = attentionInputOf(*loaded.model, source.model);
+    validateInput(input);
+    loaded.input = std::make_shared<const AttentionInput<double>>(std::move(input));
+  } else {
+    loaded.input = std::make_shared<const AttentionInput<double>>(loadSource(source));
+  }
+  return loaded;
+}
+
 SessionResult runSession(const Session& session, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
-  SessionResult r = runOn(session, std::make_shared<const AttentionInput<double>>(loadSource(session.source)), feedback);
+  SessionResult r = runOn(session, loadSessionSource(session.source, feedback), feedback);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -106,10 +133,10 @@ bool Engine::busy() const {
   return working_ || pending_.has_value();
 }
 
-std::shared_ptr<const AttentionInput<double>> Engine::inputFor(const SourceSpec& source) {
+LoadedSource Engine::inputFor(const SourceSpec& source, Feedback& feedback) {
   const std::string key = sourceKey(source);
-  if (cachedInput_ && key == cachedSourceKey_) return cachedInput_;
-  cachedInput_ = std::make_shared<const AttentionInput<double>>(loadSource(source));
+  if (cachedInput_.input && key == cachedSourceKey_) return cachedInput_;
+  cachedInput_ = loadSessionSource(source, feedback);
   cachedSourceKey_ = key;
   return cachedInput_;
 }
@@ -138,7 +165,7 @@ void Engine::workerLoop() {
     };
     try {
       const auto start = std::chrono::steady_clock::now();
-      auto result = std::make_shared<SessionResult>(runOn(session, inputFor(session.source), *feedback));
+      auto result = std::make_shared<SessionResult>(runOn(session, inputFor(session.source, *feedback), *feedback));
       result->requestId = id;
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (isCurrent()) onResult_(std::move(result));

@@ -12,6 +12,7 @@
 
 #include "analysis/summary.h"
 #include "common/feedback.h"
+#include "model/model_backend.h"
 #include "session/session.h"
 
 namespace tl {
@@ -25,11 +26,23 @@ struct OperatorRun {
   std::optional<PlanComparison> toFirst;  // runs after the first; empty when the shapes differ
 };
 
+// What a source loads to: the attention input, and for model sources the model run it was taken from.
+struct LoadedSource {
+  std::shared_ptr<const AttentionInput<double>> input;
+  std::shared_ptr<const ModelRun> model;
+};
+LoadedSource loadSessionSource(const SourceSpec& source, Feedback& feedback = noFeedback());
+
 struct SessionResult {
   uint64_t requestId = 0;
   Session session;
   std::shared_ptr<const AttentionInput<double>> input;
   std::vector<OperatorRun> runs;
+  // Model sources: the checkpoint's own run, and the same run with operators[0] in place of its normaliser
+  // at `swappedLayers` (session.swapScope; empty for none).
+  std::shared_ptr<const ModelRun> model;
+  std::optional<VitTrace> swapped;
+  std::vector<int> swappedLayers;
   double seconds = 0;  // source + all operators
 };
 
@@ -59,7 +72,7 @@ class Engine {
 
  private:
   void workerLoop();
-  std::shared_ptr<const AttentionInput<double>> inputFor(const SourceSpec& source);
+  LoadedSource inputFor(const SourceSpec& source, Feedback& feedback);
 
   ResultFn onResult_;
   ErrorFn onError_;
@@ -76,7 +89,7 @@ class Engine {
 
   // The last loaded input, reused while the source is unchanged (slider moves only change operators).
   std::string cachedSourceKey_;
-  std::shared_ptr<const AttentionInput<double>> cachedInput_;
+  LoadedSource cachedInput_;
 
   std::thread worker_;
 };

@@ -18,6 +18,31 @@ Precision parsePrecision(const std::string& text) {
 
 const char* precisionName(Precision p) { return p == Precision::F64 ? "f64" : "f32"; }
 
+SwapScope parseSwapScope(const std::string& text) {
+  for (SwapScope scope : {SwapScope::None, SwapScope::Layer, SwapScope::FromLayer, SwapScope::AllLayers})
+    if (text == swapScopeName(scope)) return scope;
+  throw InvalidArgument("swap '" + text + "' is not valid; expected none, layer, from-layer or all-layers");
+}
+
+const char* swapScopeName(SwapScope scope) {
+  switch (scope) {
+    case SwapScope::None: return "none";
+    case SwapScope::Layer: return "layer";
+    case SwapScope::FromLayer: return "from-layer";
+    case SwapScope::AllLayers: return "all-layers";
+  }
+  return "none";
+}
+
+std::vector<int> swappedLayers(SwapScope scope, int layer, int numLayers) {
+  std::vector<int> layers;
+  const int first = scope == SwapScope::AllLayers ? 0 : layer;
+  const int last = scope == SwapScope::Layer ? layer : numLayers - 1;
+  if (scope != SwapScope::None)
+    for (int l = first; l <= last && l < numLayers; ++l) layers.push_back(l);
+  return layers;
+}
+
 double unitRoundoff(Precision p) {
   return p == Precision::F64 ? std::numeric_limits<double>::epsilon() : double(std::numeric_limits<float>::epsilon());
 }
@@ -59,6 +84,15 @@ std::string relativeTo(const std::string& path, const std::string& baseDir) {
 json sourceToJson(const SourceSpec& s, const std::string& baseDir) {
   if (s.kind == SourceSpec::Kind::Synthetic)
     return {{"kind", "synthetic"}, {"generator", s.generator}, {"params", paramsToJson(s.params)}};
+  if (s.kind == SourceSpec::Kind::Model) {
+    ImageSource image = s.model.image;
+    if (image.isFile()) image.file = relativeTo(image.file, baseDir);
+    return {{"kind", "model"},
+            {"checkpoint", relativeTo(s.model.checkpoint, baseDir)},
+            {"image", image.toString()},
+            {"layer", s.model.layer},
+            {"head", s.model.head}};
+  }
   return {{"kind", "files"},
           {"q", relativeTo(s.q, baseDir)},
           {"k", relativeTo(s.k, baseDir)},
@@ -82,8 +116,17 @@ SourceSpec sourceFromJson(const json& j, const std::string& baseDir) {
     s.v = resolvePath(j.value("v", ""), baseDir);
     s.mask = resolvePath(j.value("mask", ""), baseDir);
     if (s.q.empty() || s.k.empty()) throw InvalidArgument("session: a files source needs q and k paths");
+  } else if (kind == "model") {
+    s.kind = SourceSpec::Kind::Model;
+    s.model.checkpoint = resolvePath(j.value("checkpoint", ""), baseDir);
+    if (s.model.checkpoint.empty()) throw InvalidArgument("session: a model source needs a checkpoint path");
+    s.model.image = ImageSource::parse(j.value("image", "fashion-mnist:test:0"));
+    if (s.model.image.isFile()) s.model.image.file = resolvePath(s.model.image.file, baseDir);
+    s.model.layer = j.value("layer", 0);
+    s.model.head = j.value("head", 0);
+    if (s.model.layer < 0 || s.model.head < 0) throw InvalidArgument("session: model layer and head are indices from 0");
   } else {
-    throw InvalidArgument("session: source kind '" + kind + "' is not valid; expected synthetic or files");
+    throw InvalidArgument("session: source kind '" + kind + "' is not valid; expected synthetic, files or model");
   }
   return s;
 }
@@ -97,6 +140,7 @@ json toJsonWithBase(const Session& s, const std::string& baseDir) {
           {"precision", precisionName(s.precision)},
           {"operators", ops},
           {"views", s.views},
+          {"swap", swapScopeName(s.swapScope)},
           {"view_state", s.viewState},
           {"export",
            {{"formats", s.exportSettings.formats},
@@ -132,6 +176,7 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
     }
     if (s.operators.empty()) throw InvalidArgument("session lists no operators");
     s.views = j.value("views", s.views);
+    s.swapScope = parseSwapScope(j.value("swap", std::string(swapScopeName(SwapScope::Layer))));
     s.viewState = j.value("view_state", json::object());
     const json ex = j.value("export", json::object());
     s.exportSettings.formats = ex.value("formats", s.exportSettings.formats);

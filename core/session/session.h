@@ -18,6 +18,14 @@ const char* precisionName(Precision p);
 // Unit roundoff of the precision (2^-52 or 2^-23): what numerical-rank tolerances scale with (analysis/rank.h).
 double unitRoundoff(Precision p);
 
+// Model sources: where the primary operator replaces the model's own normaliser for the [CLS] maps and the
+// prediction. The operators always run on the source's layer and head; this says which layers of the model
+// are re-run with operators[0] in place: none, the source's layer, it and every later one, or all.
+enum class SwapScope { None, Layer, FromLayer, AllLayers };
+SwapScope parseSwapScope(const std::string& text);  // "none" | "layer" | "from-layer" | "all-layers"
+const char* swapScopeName(SwapScope scope);
+std::vector<int> swappedLayers(SwapScope scope, int layer, int numLayers);
+
 struct ExportSettings {
   std::vector<std::string> formats{"png", "svg", "pdf"};
   int width = 1200, height = 900;  // pixels for raster output
@@ -31,6 +39,7 @@ struct Session {
   SourceSpec source;
   Precision precision = Precision::F64;
   std::vector<OperatorSpec> operators;  // operators[0] is the primary one; more for compare mode
+  SwapScope swapScope = SwapScope::Layer;  // model sources only
   std::vector<std::string> views{"plan", "convergence", "cloud3d"};
   nlohmann::json viewState = nlohmann::json::object();  // per-view blocks, written by widgets
   ExportSettings exportSettings;

@@ -1,0 +1,55 @@
+#pragma once
+// Running a ViT checkpoint on one image and looking inside it, with plain std/Eigen types only (no LibTorch
+// here), so the CLI and the Qt views can include it.
+//   run()   : logits, and per layer the block output and per head Q, K, V and the attention plan the
+//             model's own normaliser produced (float32 model, values widened to double).
+//   rerun() : the same from layer ℓ on, with core registry operators (CPU, Eigen, double: the source of
+//             truth) in place of the normaliser at chosen layers; the other layers keep the model's own.
+// Q and K are stored unscaled, exactly as the core operators take them (they apply S = QKᵀ/√d and eps
+// themselves), so any head's AttentionInput can be handed to any registry operator directly.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/attention_input.h"
+#include "common/feedback.h"
+#include "model/tensor_map.h"
+#include "model/vit_checkpoint.h"
+#include "model/vit_trace.h"
+#include "ops/plan_result.h"
+#include "ops/registry.h"
+
+namespace tl {
+
+class VitRunner {
+ public:
+  explicit VitRunner(const VitCheckpoint& checkpoint);
+  // readVitCheckpoint(path, options) then the model.
+  static VitRunner open(const std::string& path, const VitImportOptions& options = {});
+  ~VitRunner();
+  VitRunner(VitRunner&&) noexcept;
+  VitRunner& operator=(VitRunner&&) noexcept;
+
+  const VitConfig& config() const;
+  VitCheckpoint checkpoint() const;
+
+  // `image`: C×H×W pixels in [0, 1] (HF's rescale already applied); normalised here with the config's
+  // image_mean/image_std. InvalidArgument when the shape does not fit the config.
+  VecD logits(const HostTensor& image) const;
+  VitTrace run(const HostTensor& image, Feedback& feedback = noFeedback()) const;
+
+  // Layers < fromLayer are copied from `base`; from there on, layer l runs the core operator swaps[l] when
+  // given, else the model's own normaliser. LOT at a layer with learned pivots uses them (and their
+  // count as r) when the spec leaves pivot_init at auto and names no pivots file. InvalidArgument for a
+  // layer index out of range.
+  VitTrace rerun(const VitTrace& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
+                 Feedback& feedback = noFeedback()) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tl

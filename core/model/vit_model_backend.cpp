@@ -1,0 +1,66 @@
+#include "model/vit_model_backend.h"
+
+#include <filesystem>
+#include <list>
+#include <mutex>
+
+#include "model/model_backend.h"
+#include "model/vit_inference.h"
+
+namespace tl {
+namespace {
+
+// A checkpoint is the same while its path and modification time are: a re-trained folder reloads.
+std::string checkpointKey(const std::string& path) {
+  std::error_code ec;
+  return path + "|" + std::to_string(std::filesystem::last_write_time(path, ec).time_since_epoch().count());
+}
+
+class VitModelBackend : public ModelBackend {
+ public:
+  std::shared_ptr<const ModelRun> run(const ModelSourceSpec& source, Feedback& feedback) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::string key = checkpointKey(source.checkpoint) + "|" + source.image.toString();
+    for (const auto& [cachedKey, cachedRun] : runs_)
+      if (cachedKey == key) return cachedRun;
+    const VitRunner& runner = runnerFor(source.checkpoint);
+    auto run = std::make_shared<ModelRun>();
+    run->checkpoint = source.checkpoint;
+    run->config = runner.config();
+    run->image = loadModelImage(source.image, run->config);
+    run->trace = runner.run(run->image.pixels, feedback);
+    runs_.emplace_front(key, run);
+    if (runs_.size() > kRunsKept) runs_.pop_back();
+    return run;
+  }
+
+  VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
+                 Feedback& feedback) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runnerFor(base.checkpoint).rerun(base.trace, fromLayer, swaps, feedback);
+  }
+
+ private:
+  static constexpr size_t kRunsKept = 16;  // an image strip's worth: flipping back is instant
+
+  const VitRunner& runnerFor(const std::string& checkpoint) {
+    const std::string key = checkpointKey(checkpoint);
+    if (!runner_ || runnerKey_ != key) {
+      runner_ = std::make_unique<VitRunner>(VitRunner::open(checkpoint));
+      runnerKey_ = key;
+      runs_.clear();
+    }
+    return *runner_;
+  }
+
+  std::mutex mutex_;
+  std::unique_ptr<VitRunner> runner_;
+  std::string runnerKey_;
+  std::list<std::pair<std::string, std::shared_ptr<const ModelRun>>> runs_;
+};
+
+}  // namespace
+
+void installVitModelBackend() { installModelBackend(std::make_shared<VitModelBackend>()); }
+
+}  // namespace tl

@@ -1,0 +1,118 @@
+// End-to-end `tlens extract` and `tlens eval` on the small committed ViT fixtures (tests/fixtures/vit, made
+// by scripts/reference/make_vit_fixtures.py) and a generated stand-in for Fashion-MNIST: the files extract
+// writes are what its index names and reproduce `tlens plan`; eval's plug-and-play numbers behave as they
+// must (swapping a model's own normaliser back in changes nothing; another one moves only the layers from
+// the swap on); bad input gives the documented exit codes. Without LibTorch both commands refuse (exit 1).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "io/npy.h"
+#include "two_class_fashion_mnist.h"
+
+namespace tl::testing {
+namespace {
+
+constexpr int kUsage = 2;
+constexpr int kFailure = 1;
+const std::string kSoftmaxVit = std::string(TL_FIXTURE_DIR) + "/vit/hf_softmax";
+const std::string kSinkhornVit = std::string(TL_FIXTURE_DIR) + "/vit/hf_sinkhorn_T4";  // sinkhorn:T=4,eps=0.5
+
+class TlensModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = scratchDir("fashion");
+    test::writeTwoClassFashionMnist(data_);
+  }
+  CliRun tlens(const std::vector<std::string>& args) const { return runTlens(args, "TL_FASHION_MNIST_DIR=" + data_); }
+
+  std::string data_;
+};
+
+#ifdef TL_TEST_TORCH
+TEST_F(TlensModel, ExtractWritesEveryHeadAndAnIndexNamingThem) {
+  const std::string out = scratchDir("extract");
+  const CliRun run = tlens({"extract", kSoftmaxVit, "--dataset", "fashion-mnist", "--index", "3", "--out", out});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto index = nlohmann::json::parse(readText(out + "/index.json"));
+  EXPECT_EQ(index.at("tokens").get<int>(), 5);  // image 8, patch 4: 4 patches + [CLS]
+  EXPECT_EQ(index.at("patch_grid"), nlohmann::json::array({2, 2}));
+  ASSERT_EQ(index.at("layers").size(), 2u);
+  for (const auto& layer : index.at("layers")) {
+    ASSERT_EQ(layer.at("heads").size(), 2u);
+    for (const auto& head : layer.at("heads"))
+      for (const char* what : {"q", "k", "v", "attention"}) EXPECT_TRUE(fileExists(out + "/" + head.at(what).get<std::string>()));
+    EXPECT_TRUE(fileExists(out + "/" + layer.at("output").get<std::string>()));
+  }
+  EXPECT_TRUE(fileExists(out + "/L01_H1_q.npy"));  // the documented naming
+  const MatD logits = readNpyMatrix<double>(out + "/logits.npy");  // a vector: one of its sizes is 1
+  Eigen::Index row, col;
+  logits.maxCoeff(&row, &col);
+  EXPECT_EQ(index.at("predicted").get<int>(), int(std::max(row, col)));
+
+  // The model's own attention is softmax(QKᵀ/√d) of the extracted Q and K: `tlens plan` reproduces it
+  // (float32 model, so to float32 accuracy).
+  const std::string plan = scratchDir("plan");
+  ASSERT_EQ(tlens({"plan", "--q", out + "/L01_H0_q.npy", "--k", out + "/L01_H0_k.npy", "--op", "softmax", "--out", plan}).status, 0);
+  const MatD own = readNpyMatrix<double>(out + "/L01_H0_attention.npy");
+  EXPECT_LT((readNpyMatrix<double>(plan + "/plan.npy") - own).cwiseAbs().maxCoeff(), 1e-6);
+}
+
+nlohmann::json evalReport(const CliRun& run, const std::string& json) {
+  EXPECT_EQ(run.status, 0) << run.err;
+  return nlohmann::json::parse(readText(json));
+}
+
+TEST_F(TlensModel, SwappingTheModelsOwnNormaliserBackInChangesNothing) {
+  const std::string json = scratchDir("eval") + "/report.json";
+  const auto report = evalReport(tlens({"eval", kSinkhornVit, "--limit", "40", "--swap", "sinkhorn:T=4,eps=0.5",
+                                        "--json", json}), json);
+  EXPECT_EQ(report.at("images").get<int>(), 40);
+  EXPECT_DOUBLE_EQ(report.at("agreement").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(report.at("swapped_accuracy").get<double>(), report.at("accuracy").get<double>());
+  for (const auto& layer : report.at("layers")) {
+    EXPECT_LT(layer.at("output_rmse").get<double>(), 1e-5);  // float32 model vs double core operator
+    EXPECT_LT(layer.at("attention_distance").get<double>(), 1e-5);
+  }
+}
+
+TEST_F(TlensModel, AnotherOperatorMovesOnlyTheLayersFromTheSwapOn) {
+  const std::string json = scratchDir("eval") + "/report.json";
+  const auto report = evalReport(tlens({"eval", kSoftmaxVit, "--limit", "30", "--swap", "sinkhorn:T=20,eps=1",
+                                        "--layers", "1", "--json", json}), json);
+  const auto& layers = report.at("layers");
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_FALSE(layers[0].at("swapped").get<bool>());
+  EXPECT_EQ(layers[0].at("output_rmse").get<double>(), 0.0);
+  EXPECT_EQ(layers[0].at("attention_distance").get<double>(), 0.0);
+  EXPECT_TRUE(layers[1].at("swapped").get<bool>());
+  EXPECT_GT(layers[1].at("attention_distance").get<double>(), 1e-3);
+  EXPECT_GT(layers[1].at("output_rmse").get<double>(), 0.0);
+  EXPECT_EQ(report.at("swapped_layers"), nlohmann::json::array({1}));
+}
+
+TEST_F(TlensModel, BadInputGivesTheDocumentedExitCodes) {
+  const std::string out = scratchDir("bad");
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", kSoftmaxVit, "--out", out}), kUsage, {"--image", "--dataset"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", kSoftmaxVit, "--dataset", "fashion-mnist", "--index", "99999",
+                                           "--out", out}), kUsage, {"99999"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", kSoftmaxVit, "--image", out + "/missing.png", "--out", out}),
+                                    kFailure, {"missing.png"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", out + "/no-such-checkpoint", "--dataset", "fashion-mnist",
+                                           "--index", "0", "--out", out}), kFailure, {"no-such-checkpoint"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit, "--swap", "sinkhorn", "--layers", "7"}), kUsage,
+                                    {"--layers", "7"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit, "--swap", "sinkorn"}), kUsage, {"sinkorn"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit, "--layers", "1"}), kUsage, {"--swap"}));
+}
+#else
+TEST_F(TlensModel, WithoutLibTorchTheCommandsSaySo) {
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", kSoftmaxVit, "--dataset", "fashion-mnist", "--index", "0",
+                                           "--out", scratchDir("x")}), kFailure, {"LibTorch"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit}), kFailure, {"LibTorch"}));
+}
+#endif
+
+}  // namespace
+}  // namespace tl::testing
