@@ -13,8 +13,11 @@ add_executable(tlens
   cli/render_command.cpp
   cli/bench_command.cpp
   cli/reference_bench.cpp
+  cli/train_command.cpp
+  cli/train_progress.cpp
 )
 # Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
+# `tlens train` checks its flags in every build and trains only when TL_WITH_TORCH is defined.
 if(TL_TORCH)
   target_sources(tlens PRIVATE cli/model_options.cpp cli/extract_command.cpp cli/eval_command.cpp)
   target_link_libraries(tlens PRIVATE tl_model)

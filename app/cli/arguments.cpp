@@ -1,6 +1,7 @@
 #include "arguments.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/errors.h"
@@ -118,6 +119,33 @@ std::vector<int> parsePositiveIntList(const std::string& option, const std::stri
     start = comma + 1;
   }
   return values;
+}
+
+double parseReal(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value))
+    throw InvalidArgument("--" + option + ": '" + text + "' is not a number");
+  return value;
+}
+
+uint64_t parseUnsigned(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  unsigned long long value = 0;
+  // stoull accepts a leading minus sign and wraps it around; only digits are a non-negative integer.
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  try {
+    if (digits) value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (!digits || used != text.size()) throw InvalidArgument("--" + option + ": '" + text + "' is not a non-negative integer");
+  return uint64_t(value);
 }
 
 }  // namespace tl::cli

@@ -2,6 +2,7 @@
 // The small command-line parser shared by every `tlens` subcommand: each command declares its options once,
 // and that declaration drives parsing, validation and the --help text. Usage errors throw
 // tl::InvalidArgument, which main() turns into one "tlens: error: ..." line and exit status 2.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,5 +55,9 @@ class CommandLine {
 // Value parsers for option text; messages name the option ("--n: 'x' is not a positive integer").
 int parsePositiveInt(const std::string& option, const std::string& text);
 std::vector<int> parsePositiveIntList(const std::string& option, const std::string& text);
+// A finite real number ("--lr: 'x' is not a number").
+double parseReal(const std::string& option, const std::string& text);
+// An integer in 0..2^64−1, e.g. a seed.
+uint64_t parseUnsigned(const std::string& option, const std::string& text);
 
 }  // namespace tl::cli

@@ -26,6 +26,7 @@ const std::map<std::string, CommandEntry>& commands() {
       {"compare", {tl::cli::compareCommand, "run several operators on one input; table of analyses and distances"}},
       {"render", {tl::cli::renderCommand, "run a session file and write its figures (PNG/SVG/PDF)"}},
       {"bench", {tl::cli::benchCommand, "time operators on the CPU next to the PyTorch reference"}},
+      {"train", {tl::cli::trainCommand, "train a ViT on Fashion-MNIST on the CPU, with checkpoints and --resume"}},
       {"extract", {tl::cli::extractCommand, "run a ViT checkpoint on an image; write logits and per-head Q, K, V, attention"}},
       {"eval", {tl::cli::evalCommand, "a checkpoint's accuracy; with --swap, another operator plugged into it"}},
   };
