@@ -15,10 +15,23 @@
 #include "view_factory.h"
 
 namespace tl {
+namespace {
+
+// Docks that join another's place as tabs: the [CLS] maps (a wide figure) the bottom tabs, the prediction
+// the 3-D view's place, which has nothing to draw for a checkpoint. raiseModelViews brings them up.
+const std::map<std::string, std::string> kTabbedWith = {{"cls", "compare"}, {"prediction", "cloud3d"}};
+
+// A model session lists the model views, so `tlens render` of the saved session draws them too.
+void includeModelViews(Session& session) {
+  if (session.source.kind != SourceSpec::Kind::Model) return;
+  for (const char* name : {"cls", "prediction"})
+    if (std::find(session.views.begin(), session.views.end(), name) == session.views.end()) session.views.push_back(name);
+}
+
+}  // namespace
 
 MainWindow::MainWindow(const Session& session, const QString& path, QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("TransportLens");
-  resize(1500, 950);
   engine_ = new EngineBridge(this);
   connect(engine_, &EngineBridge::resultReady, this, &MainWindow::showResult);
   connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
@@ -28,11 +41,18 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   buildDocks();
   buildMenus();
   buildStatusBar();
+  resize(1500, 950);  // after the docks: building them lays the window out on the way, at other sizes
 
   connect(sourcePanel_, &SourcePanel::sourceChanged, this, [this](const SourceSpec& source) {
     session_.source = source;
+    includeModelViews(session_);
     submit();
   });
+  connect(sourcePanel_, &SourcePanel::swapScopeChanged, this, [this](SwapScope scope) {
+    session_.swapScope = scope;
+    if (session_.source.kind == SourceSpec::Kind::Model) submit();
+  });
+  setAcceptDrops(true);
   connect(operatorPanel_, &OperatorPanel::operatorsChanged, this, [this] {
     session_.operators = operatorPanel_->operators();
     submit();
@@ -80,6 +100,11 @@ void MainWindow::buildDocks() {
       setCentralWidget(v);
       continue;
     }
+    if (auto tabbed = kTabbedWith.find(name); tabbed != kTabbedWith.end()) {
+      viewDocks_[name] = dock(v->title(), v, dockWidgetArea(viewDocks_.at(tabbed->second)),
+                              QString::fromStdString(name) + "Dock");
+      continue;
+    }
     const bool bottom = name != "convergence" && name != "cloud3d";
     QDockWidget* d = dock(v->title(), v, bottom ? Qt::BottomDockWidgetArea : Qt::RightDockWidgetArea,
                           QString::fromStdString(name) + "Dock");
@@ -88,6 +113,12 @@ void MainWindow::buildDocks() {
   }
   for (size_t i = 1; i < rightDocks.size(); ++i) splitDockWidget(rightDocks[i - 1], rightDocks[i], Qt::Vertical);
   for (size_t i = 1; i < bottomDocks.size(); ++i) tabifyDockWidget(bottomDocks[0], bottomDocks[i]);
+  // Tabbed last: once the column is split (splitting moves a dock out of its tab group), and once the bottom
+  // docks are tabs (a tabify can lay the window out, and side by side they would widen it); the partner stays up.
+  for (const auto& tabbed : kTabbedWith) {
+    tabifyDockWidget(viewDocks_.at(tabbed.second), viewDocks_.at(tabbed.first));
+    viewDocks_.at(tabbed.second)->raise();
+  }
   resizeDocks({sourceDock}, {330}, Qt::Horizontal);
   if (!rightDocks.empty()) resizeDocks({rightDocks.front()}, {520}, Qt::Horizontal);
   if (!bottomDocks.empty()) resizeDocks({bottomDocks.front()}, {400}, Qt::Vertical);
@@ -100,12 +131,22 @@ void MainWindow::raiseRelevantView(const SessionResult& result) {
   const std::string key = result.runs.size() > 1 ? std::string("compare") : result.runs.front().spec.family;
   if (key == raisedFor_) return;
   raisedFor_ = key;
+  // In a model session the [CLS] maps keep the bottom tabs; only turning compare mode on takes them over.
+  if (result.model && key != "compare") return;
   auto it = viewDocks_.find(key);
   if (it == viewDocks_.end()) return;
   it->second->raise();
   // The bottom tabs hold wide, multi-panel figures: give them room when they come up.
   if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < 420)
     resizeDocks({it->second}, {420}, Qt::Vertical);
+}
+
+void MainWindow::raiseModelViews(bool model) {
+  if (model == modelViewsRaised_) return;
+  modelViewsRaised_ = model;
+  for (const auto& tabbed : kTabbedWith) viewDocks_.at(model ? tabbed.first : tabbed.second)->raise();
+  // The [CLS] maps are the figure of a model session: the bottom tabs get most of the window's height.
+  if (model) resizeDocks({viewDocks_.at("cls")}, {height() * 9 / 20}, Qt::Vertical);
 }
 
 void MainWindow::buildMenus() {
@@ -115,6 +156,7 @@ void MainWindow::buildMenus() {
   file->addAction(tr("Save session &as…"), QKeySequence::SaveAs, this, [this] { saveSessionFile(true); });
   file->addSeparator();
   file->addAction(tr("Open .&npy…"), this, [this] { sourcePanel_->openNpy(); });
+  addCheckpointActions(file);
   file->addSeparator();
   QMenu* exportMenu = file->addMenu(tr("&Export view"));
   for (View* v : views_) {
@@ -148,7 +190,9 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   session_ = session;
   sessionPath_ = path;
   setWindowTitle(path.isEmpty() ? "TransportLens" : "TransportLens — " + path);
+  includeModelViews(session_);
   sourcePanel_->setSource(session_.source);
+  sourcePanel_->setSwapScope(session_.swapScope);
   if (session_.operators.empty()) session_.operators.push_back(operatorPanel_->spec());
   operatorPanel_->setOperators(session_.operators);
   operatorPanel_->setPrecision(session_.precision);
@@ -176,8 +220,10 @@ void MainWindow::submit() {
 
 void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
   last_ = result;
+  sourcePanel_->showModel(result->model.get());
   for (View* v : views_) v->setResult(result);
   raiseRelevantView(*result);
+  raiseModelViews(result->model != nullptr);
   if (result->requestId >= latestRequest_) busy_->clear();
   if (!result->runs.empty()) {
     const PlanResult<double>& r = result->runs.front().result;

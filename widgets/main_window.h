@@ -11,6 +11,8 @@
 #include "session/engine.h"
 
 class QDockWidget;
+class QDragEnterEvent;
+class QDropEvent;
 class QLabel;
 class QMenu;
 class QMessageBox;
@@ -43,6 +45,11 @@ class MainWindow : public QMainWindow {
   // Every view has drawn this result.
   void resultShown(std::shared_ptr<const tl::SessionResult> result);
 
+ protected:
+  // A checkpoint (folder or weights file) dropped on the window becomes the source; a PNG/JPEG its image.
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
  private:
   void buildDocks();
   void buildMenus();
@@ -50,6 +57,9 @@ class MainWindow : public QMainWindow {
   void submit();
   void showResult(std::shared_ptr<const SessionResult> result);
   void raiseRelevantView(const SessionResult& result);
+  // The [CLS] maps over the bottom tabs and the prediction over the 3-D view while the source is a model.
+  void raiseModelViews(bool model);
+  void addCheckpointActions(QMenu* file);
   void showError(quint64 requestId, const QString& message);
   void reportError(const QString& what, const QString& message);
 
@@ -69,6 +79,7 @@ class MainWindow : public QMainWindow {
   std::vector<View*> views_;
   std::map<std::string, QDockWidget*> viewDocks_;  // docked views by name (the plan is central)
   std::string raisedFor_;  // "compare" or the primary family whose view was last raised
+  bool modelViewsRaised_ = false;
   QMenu* viewMenu_ = nullptr;
   QMessageBox* errorBox_ = nullptr;
   QLabel* backend_ = nullptr;

@@ -1,26 +1,43 @@
 #include "session_files.h"
 
 #include <QFile>
+#include <filesystem>
 
 #include "common/errors.h"
 #include "io/csv.h"
 #include "io/npy.h"
+#include "model/model_backend.h"
 
 // Q_INIT_RESOURCE must be called outside any namespace; the resources live in a static library.
 static void initTransportLensResources() { Q_INIT_RESOURCE(transportlens); }
 
 namespace tl {
 
-Session defaultSession() {
+namespace {
+Session builtinSession(const QString& name, const std::string& baseDir) {
   initTransportLensResources();
-  QFile file(":/sessions/default_session.json");
-  if (!file.open(QIODevice::ReadOnly)) throw FileError("the built-in default session is missing from the resources");
+  QFile file(":/sessions/" + name);
+  if (!file.open(QIODevice::ReadOnly))
+    throw FileError("the built-in session " + name.toStdString() + " is missing from the resources");
   const QByteArray bytes = file.readAll();
   try {
-    return Session::fromJson(nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size()));
+    return Session::fromJson(nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size()), baseDir);
   } catch (const nlohmann::json::exception& e) {
-    throw FileError(std::string("the built-in default session is not valid JSON: ") + e.what());
+    throw FileError("the built-in session " + name.toStdString() + " is not valid JSON: " + e.what());
   }
+}
+}  // namespace
+
+Session pointCloudSession() { return builtinSession("cloud_session.json", ""); }
+
+Session checkpointSession() { return builtinSession("checkpoint_session.json", TL_SOURCE_DIR "/resources"); }
+
+Session defaultSession() {
+  if (haveModelBackend()) {
+    Session session = checkpointSession();
+    if (std::filesystem::exists(session.source.model.checkpoint)) return session;
+  }
+  return pointCloudSession();
 }
 
 void exportPlan(const MatD& plan, const std::string& path) {

@@ -7,8 +7,14 @@
 
 namespace tl {
 
-// The session compiled into the resources (resources/default_session.json): a 3-D point-cloud source
-// with Sinkhorn, so the app opens on a live transport plan.
+// The sessions compiled into the resources. pointCloudSession (resources/cloud_session.json): a torus with
+// Sinkhorn, a live transport plan drawn in 3-D. checkpointSession (resources/checkpoint_session.json): the
+// bundled softmax ViT (sample_checkpoints/softmax, found through the source tree) on a Fashion-MNIST test
+// image, with Sinkhorn swapped into the chosen layer: real [CLS] maps and predictions.
+Session pointCloudSession();
+Session checkpointSession();
+// What the app opens with no arguments: the checkpoint session when this build runs models and the sample
+// checkpoint is there, otherwise the point-cloud session (which needs nothing but the build).
 Session defaultSession();
 
 // Writes the plan (attention scale, rows = queries) as .npy (float64) or .csv, chosen by the extension.

@@ -11,12 +11,15 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "model_source_page.h"
 #include "param_form.h"
 
 namespace tl {
 namespace {
 
 const char* const kFilesItem = "files";  // combo data of the "NumPy files" entry
+const char* const kModelItem = "model";  // combo data of the "Model checkpoint" entry
+enum Page { kGeneratorPage, kFilesPage, kModelPage };
 const char* const kRoleNames[] = {"Q", "K", "V", "mask"};
 const char* const kRoleHints[] = {
     "queries, n_q × d (required)", "keys, n_k × d (required)", "values, n_k × d_v (optional)",
@@ -34,6 +37,9 @@ SourcePanel::SourcePanel(QWidget* parent) : QWidget(parent) {
     kind_->setItemData(kind_->count() - 1, QString::fromStdString(g.description), Qt::ToolTipRole);
   }
   kind_->addItem(tr("NumPy files (.npy)"), QString(kFilesItem));
+  kind_->addItem(tr("Model checkpoint (ViT)"), QString(kModelItem));
+  kind_->setItemData(kind_->count() - 1, tr("Q, K and V of one layer and head of a vision transformer on an image"),
+                     Qt::ToolTipRole);
   top->addRow(tr("source"), kind_);
   layout->addLayout(top);
 
@@ -48,10 +54,14 @@ SourcePanel::SourcePanel(QWidget* parent) : QWidget(parent) {
   generatorHost_->setContentsMargins(0, 0, 0, 0);
   pages_->addWidget(generatorPage);
   pages_->addWidget(makeFilesPage());
+  modelPage_ = new ModelSourcePage(pages_);
+  pages_->addWidget(modelPage_);
   layout->addWidget(pages_);
   layout->addStretch(1);
 
   connect(kind_, &QComboBox::currentIndexChanged, this, &SourcePanel::onKindPicked);
+  connect(modelPage_, &ModelSourcePage::specChanged, this, &SourcePanel::commitModel);
+  connect(modelPage_, &ModelSourcePage::swapScopeChanged, this, &SourcePanel::swapScopeChanged);
   SourceSpec initial;
   initial.params = syntheticGenerator(initial.generator).schema.resolve({}, initial.generator);
   setSource(initial);
@@ -129,24 +139,34 @@ void SourcePanel::setSource(const SourceSpec& spec) {
                              spec_.kind == SourceSpec::Kind::Synthetic && spec.generator == spec_.generator;
   spec_ = spec;
   const QSignalBlocker block(kind_);
+  if (spec.kind == SourceSpec::Kind::Model) {
+    modelPage_->setSpec(spec.model);
+    showModelPage();
+    return;
+  }
   if (spec.kind == SourceSpec::Kind::Files) {
     kind_->setCurrentIndex(kind_->findData(QString(kFilesItem)));
     const std::string* paths[kRoles] = {&spec.q, &spec.k, &spec.v, &spec.mask};
     for (int role = 0; role < kRoles; ++role) files_[role]->setText(QString::fromStdString(*paths[role]));
     description_->setText(tr("Queries and keys from NumPy files"));
-    pages_->setCurrentIndex(1);
+    pages_->setCurrentIndex(kFilesPage);
     return;
   }
   kind_->setCurrentIndex(kind_->findData(QString::fromStdString(spec.generator)));
   if (sameGenerator) form_->setValues(spec.params);
   else showGenerator(syntheticGenerator(spec.generator), spec.params);
-  pages_->setCurrentIndex(0);
+  pages_->setCurrentIndex(kGeneratorPage);
 }
 
 void SourcePanel::onKindPicked(int index) {
   const QString name = kind_->itemData(index).toString();
+  if (name == kModelItem) {
+    showModelPage();
+    if (modelPage_->complete()) commitModel();
+    return;
+  }
   if (name == kFilesItem) {
-    pages_->setCurrentIndex(1);
+    pages_->setCurrentIndex(kFilesPage);
     description_->setText(tr("Queries and keys from NumPy files"));
     commitFiles();
     return;
@@ -157,8 +177,49 @@ void SourcePanel::onKindPicked(int index) {
   spec.params = generator.schema.resolve({}, spec.generator);
   spec_ = spec;
   showGenerator(generator, spec.params);
-  pages_->setCurrentIndex(0);
+  pages_->setCurrentIndex(kGeneratorPage);
   emit sourceChanged(spec_);
+}
+
+void SourcePanel::showModelPage() {
+  const QSignalBlocker block(kind_);
+  kind_->setCurrentIndex(kind_->findData(QString(kModelItem)));
+  description_->setText(tr("Q, K and V of one layer and head of a ViT checkpoint on an image. The [CLS] maps and "
+                           "the prediction show the model with the primary operator swapped in."));
+  pages_->setCurrentIndex(kModelPage);
+}
+
+void SourcePanel::commitModel() {
+  spec_ = SourceSpec();
+  spec_.kind = SourceSpec::Kind::Model;
+  spec_.model = modelPage_->spec();
+  emit sourceChanged(spec_);
+}
+
+// A page that names a checkpoint becomes the source even when the edit left it as it was (the same
+// checkpoint dropped again after a synthetic source), so the panel never shows a source it does not run.
+void SourcePanel::editModelPage(const std::function<void()>& edit) {
+  showModelPage();
+  edit();
+  if (spec_.kind != SourceSpec::Kind::Model && modelPage_->complete()) commitModel();
+}
+
+void SourcePanel::openCheckpoint() {
+  editModelPage([this] { modelPage_->openCheckpointFile(); });
+}
+
+void SourcePanel::useCheckpoint(const QString& path) {
+  editModelPage([this, &path] { modelPage_->useCheckpoint(path); });
+}
+
+void SourcePanel::useImageFile(const QString& path) {
+  editModelPage([this, &path] { modelPage_->useImageFile(path); });
+}
+
+void SourcePanel::setSwapScope(SwapScope scope) { modelPage_->setSwapScope(scope); }
+
+void SourcePanel::showModel(const ModelRun* run) {
+  if (run) modelPage_->showModel(*run);
 }
 
 }  // namespace tl

@@ -1,9 +1,11 @@
 #pragma once
-// The source dock: a synthetic generator with controls generated from its schema, or user .npy files
-// (Q and K required, V and a key mask optional).
+// The source dock: a synthetic generator with controls generated from its schema, user .npy files
+// (Q and K required, V and a key mask optional), or a layer and head of a ViT checkpoint (ModelSourcePage).
 #include <QWidget>
+#include <functional>
 
 #include "data/source.h"
+#include "session/session.h"
 
 class QComboBox;
 class QLabel;
@@ -13,7 +15,9 @@ class QVBoxLayout;
 
 namespace tl {
 
+class ModelSourcePage;
 class ParamForm;
+struct ModelRun;
 
 class SourcePanel : public QWidget {
   Q_OBJECT
@@ -27,8 +31,18 @@ class SourcePanel : public QWidget {
   // Switches to the files page and asks for Q, then K (the File menu's "Open .npy…").
   void openNpy();
 
+  // Model sources. The open/use calls switch to the model page first (File menu, drops on the window).
+  void openCheckpoint();
+  void useCheckpoint(const QString& path);
+  void useImageFile(const QString& path);  // runs once a checkpoint is named
+  void setSwapScope(SwapScope scope);      // shows it without emitting
+  // The result's model run (nullptr: none) bounds the layer and head pickers.
+  void showModel(const ModelRun* run);
+  ModelSourcePage* modelPage() const { return modelPage_; }
+
  signals:
   void sourceChanged(const tl::SourceSpec& spec);
+  void swapScopeChanged(tl::SwapScope scope);
 
  private:
   enum FileRole { kQ, kK, kV, kMask, kRoles };
@@ -37,6 +51,9 @@ class SourcePanel : public QWidget {
   void onKindPicked(int index);
   bool browse(FileRole role);
   void commitFiles();
+  void showModelPage();
+  void commitModel();
+  void editModelPage(const std::function<void()>& edit);
 
   SourceSpec spec_;
   QComboBox* kind_ = nullptr;
@@ -45,6 +62,7 @@ class SourcePanel : public QWidget {
   QVBoxLayout* generatorHost_ = nullptr;
   ParamForm* form_ = nullptr;
   QLineEdit* files_[kRoles] = {};
+  ModelSourcePage* modelPage_ = nullptr;
 };
 
 }  // namespace tl

@@ -2,17 +2,20 @@
 
 #include "banded_view.h"
 #include "cloud3d_view.h"
+#include "cls_map_view.h"
 #include "compare_view.h"
 #include "common/errors.h"
 #include "convergence_view.h"
 #include "esp_view.h"
 #include "lot_view.h"
 #include "plan_heatmap_view.h"
+#include "prediction_view.h"
 
 namespace tl {
 
 const std::vector<std::string>& knownViews() {
-  static const std::vector<std::string> names{"plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded"};
+  static const std::vector<std::string> names{"plan", "convergence", "cloud3d", "compare", "esp",
+                                              "lot", "banded", "cls", "prediction"};
   return names;
 }
 
@@ -24,6 +27,8 @@ std::unique_ptr<View> makeView(const std::string& name, QWidget* parent) {
   if (name == "esp") return std::make_unique<EspView>(parent);
   if (name == "lot") return std::make_unique<LotView>(parent);
   if (name == "banded") return std::make_unique<BandedView>(parent);
+  if (name == "cls") return std::make_unique<ClsMapView>(parent);
+  if (name == "prediction") return std::make_unique<PredictionView>(parent);
   std::string known;
   for (const auto& n : knownViews()) known += (known.empty() ? "" : ", ") + n;
   throw InvalidArgument("unknown view '" + name + "' (known views: " + known + ")");

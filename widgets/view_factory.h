@@ -8,7 +8,8 @@
 
 namespace tl {
 
-const std::vector<std::string>& knownViews();  // "plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded"
+// "plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded", "cls", "prediction"
+const std::vector<std::string>& knownViews();
 // Throws InvalidArgument listing the known names.
 std::unique_ptr<View> makeView(const std::string& name, QWidget* parent = nullptr);
 

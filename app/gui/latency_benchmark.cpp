@@ -49,7 +49,7 @@ nlohmann::ordered_json summary(std::vector<double> ms) {
 }  // namespace
 
 int runLatencyBenchmark(const LatencyOptions& options) {
-  Session session = defaultSession();
+  Session session = pointCloudSession();
   session.source.params["n"] = static_cast<long long>(options.n);
   session.operators.front().params["T"] = 10LL;
   MainWindow window(session);

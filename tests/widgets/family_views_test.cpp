@@ -27,7 +27,7 @@ namespace {
 
 // Even d so every family (esp, lot with r ≤ n, banded, diff) runs with its defaults.
 Session evenGaussianSession() {
-  Session s = defaultSession();
+  Session s = pointCloudSession();
   s.source = SourceSpec::parse("synthetic:gaussian:n=48,d=8,seed=5");
   return s;
 }

@@ -43,13 +43,13 @@ bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds time
 }
 
 Session smallCloudSession(int n) {
-  Session s = defaultSession();
+  Session s = pointCloudSession();
   s.source.params["n"] = static_cast<long long>(n);
   return s;
 }
 
 Session gaussianSession(int n) {
-  Session s = defaultSession();
+  Session s = pointCloudSession();
   s.source = SourceSpec::parse("synthetic:gaussian:n=" + std::to_string(n) + ",d=16,seed=3");
   return s;
 }
