@@ -44,6 +44,8 @@ CommandLine trainCommandLine() {
        {"warmup", "F", withDefault("fraction of all steps spent warming the learning rate up", d.warmup)},
        {"sort-anneal", "G", withDefault("esp: epoch e trains SoftSort at sort_temp·G^e; evaluation sorts hard",
                                         d.sortAnneal)},
+       {"init", "CKPT", "fine-tune: start from this checkpoint's weights (folder or weights file) with the "
+                        "--attention normaliser; the architecture is the checkpoint's"},
        {"no-augment", "", "train without random 2-px-padded crops and horizontal flips"},
        {"seed", "S", withDefault("seed of the initial weights, the shuffles and the augmentation", d.seed)},
        {"dim", "D", withDefault("hidden size", d.dim)},
@@ -88,6 +90,14 @@ void applyFlags(const CommandLine& cl, TrainingOptions& o) {
   positive("limit-test", o.limitTest);
   o.out = cl.required("out");
   o.resume = cl.has("resume");
+  if (const auto v = cl.get("init")) {
+    if (o.resume) throw InvalidArgument("--init starts a new run from a checkpoint and --resume continues one; give one");
+    for (const char* name : {"dim", "depth", "heads", "mlp", "patch"})
+      if (cl.has(name))
+        throw InvalidArgument(std::string("--") + name + " cannot be combined with --init: a fine-tuning run keeps the "
+                         "architecture of the checkpoint it starts from");
+    o.init = *v;
+  }
 }
 
 #ifdef TL_WITH_TORCH

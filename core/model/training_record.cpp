@@ -24,7 +24,8 @@ nlohmann::json definingOptions(const TrainingOptions& o) {
           {"augment", o.augment},
           {"seed", o.seed},
           {"limit_train", o.limitTrain},
-          {"limit_test", o.limitTest}};
+          {"limit_test", o.limitTest},
+          {"init", o.init}};
 }
 
 template <class T>
@@ -70,6 +71,7 @@ TrainingOptions trainingOptionsFromJson(const nlohmann::json& j, const std::stri
   read(j, "limit_train", o.limitTrain, source);
   read(j, "limit_test", o.limitTest, source);
   read(j, "threads", o.threads, source);
+  if (j.contains("init")) read(j, "init", o.init, source);  // absent in runs stored before fine-tuning existed
   return o;
 }
 

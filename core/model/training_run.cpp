@@ -67,6 +67,38 @@ VitConfig trainingConfig(const TrainingOptions& o, const OperatorSpec& spec) {
   return c;
 }
 
+// A fine-tuning run's model: the starting checkpoint's architecture, pixel normalisation and labels with the
+// run's normaliser. Training continues on Fashion-MNIST, so the checkpoint must take its images and classes.
+VitConfig fineTuningConfig(VitConfig config, const OperatorSpec& spec, const std::string& source) {
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) throw InvalidArgument(source + ": " + what + ", so it cannot be fine-tuned on Fashion-MNIST");
+  };
+  require(config.imageSize == kImageSize && config.numChannels == 1,
+          "the model takes " + std::to_string(config.imageSize) + "×" + std::to_string(config.imageSize) + " images with " +
+              std::to_string(config.numChannels) + " channel(s), not 28×28 greyscale");
+  require(config.numLabels() == int(fashionMnistClassNames().size()),
+          "the model has " + std::to_string(config.numLabels()) + " classes, not Fashion-MNIST's 10");
+  config.attention = spec;
+  return config;
+}
+
+// The run's architecture options as the model has them (a fine-tuning run takes the checkpoint's).
+void adoptArchitecture(TrainingOptions& o, const VitConfig& c) {
+  o.dim = c.hiddenSize;
+  o.depth = c.numLayers;
+  o.heads = c.numHeads;
+  o.mlp = c.intermediateSize;
+  o.patch = c.patchSize;
+}
+
+// `fresh` (freshly initialised, with the run's normaliser) with every tensor the checkpoint also has
+// replaced by the checkpoint's; the rest (a new normaliser's own parameters) keeps its fresh values.
+TensorMap overlaid(TensorMap fresh, const TensorMap& checkpoint) {
+  for (auto& [name, tensor] : fresh)
+    if (const auto found = checkpoint.find(name); found != checkpoint.end()) tensor = found->second;
+  return fresh;
+}
+
 FashionMnistSplit firstImages(FashionMnistSplit split, int limit) {
   if (limit <= 0 || limit >= split.count) return split;
   split.count = limit;
@@ -121,8 +153,11 @@ class TrainingRun {
     schedule_ = warmupCosine(resolved.lr, resolved.warmup, int64_t(resolved.epochs) * stepsPerEpoch_);
 
     torch::manual_seed(resolved.seed);
-    VitModel model = resolved.resume ? makeVitModel(readVitCheckpoint(resolved.out), resolved.out) : VitModel(config_);
+    VitModel model = startingModel(resolved);
     model->train();
+    config_ = model->config();
+    adoptArchitecture(resolved, config_);
+    state_.options = resolved;
     trainer_ = std::make_unique<VitTrainer>(model, resolved.weightDecay, resolved.labelSmoothing);
     if (resolved.resume) trainer_->loadOptimizerState(start.optimizerBytes, resolved.out + "/training_state/optimizer.pt");
 
@@ -142,6 +177,17 @@ class TrainingRun {
 
  private:
   const TrainingOptions& options() const { return state_.options; }
+
+  // A resumed run continues its stored model; a fine-tuning run starts from options.init's weights; any
+  // other run from weights drawn from torch's generator.
+  VitModel startingModel(const TrainingOptions& o) const {
+    if (o.resume) return makeVitModel(readVitCheckpoint(o.out), o.out);
+    if (o.init.empty()) return VitModel(config_);
+    const VitCheckpoint start = readVitCheckpoint(o.init);
+    VitModel model(fineTuningConfig(start.config, spec_, o.init));
+    model->load(overlaid(model->state(), start.tensors), o.init);
+    return model;
+  }
 
   // ESP's SoftSort temperature of epoch e (0-based): t_e = t_0·γ^e (spec/esp.md §10.14); 0 for other families.
   double sortTemp(int e) const {

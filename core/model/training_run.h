@@ -1,6 +1,7 @@
 #pragma once
 // Training a ViT on Fashion-MNIST on the CPU, behind plain std types so `tlens train` (and later the GUI)
-// include it without LibTorch. One run: AdamW with a linear warm-up then cosine decay, cross-entropy,
+// include it without LibTorch. One run (from random weights, or fine-tuning a checkpoint under another
+// normaliser, as ESPFormer adapts pretrained ViTs): AdamW with a linear warm-up then cosine decay, cross-entropy,
 // seeded shuffling and augmentation, ESP's SoftSort with per-epoch annealing while training and hard sorting
 // when evaluating, test accuracy after every epoch, and a resumable checkpoint after every complete epoch:
 //   OUT/config.json, OUT/model.safetensors   the model (writeVitCheckpoint), loadable by readVitCheckpoint
@@ -33,6 +34,10 @@ struct TrainingOptions {
   // than 1 on the project's shared 2-core machines; raise it on idle cores.
   int threads = 1;
   int limitTrain = 0, limitTest = 0;  // first N images of each split; 0 = all
+  // Fine-tuning: a checkpoint whose weights the run starts from (any format readVitCheckpoint reads). Its
+  // architecture replaces dim, depth, heads, mlp and patch; tensors of its normaliser that the new one lacks
+  // are dropped, and the new normaliser's own (LOT pivots) start fresh. Empty: random initial weights.
+  std::string init;
   std::string out;           // checkpoint folder
   bool resume = false;       // continue the run stored in `out` (its stored options win; see storedTrainingOptions)
 };

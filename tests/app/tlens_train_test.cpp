@@ -45,6 +45,12 @@ TEST_F(TlensTrain, BadNumbersAreUsageErrors) {
   EXPECT_TRUE(failsWithOneErrorLine(runTlens({"train", "--epochs", "1"}), kUsage, {"--out"}));
 }
 
+TEST_F(TlensTrain, FineTuningKeepsTheCheckpointsArchitectureAndStartsANewRun) {
+  EXPECT_TRUE(failsWithOneErrorLine(train({"--init", "some/checkpoint"}), kUsage, {"--dim", "--init"}));
+  EXPECT_TRUE(failsWithOneErrorLine(runTlens({"train", "--init", "some/checkpoint", "--resume", "--out", out_}), kUsage,
+                                    {"--init", "--resume"}));
+}
+
 #ifdef TL_TEST_TORCH
 TEST_F(TlensTrain, AFamilyWithoutATrainableVersionIsAUsageError) {
   EXPECT_TRUE(failsWithOneErrorLine(train({"--attention", "asap"}), kUsage, {"asap", "softmax"}));

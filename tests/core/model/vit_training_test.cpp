@@ -1,6 +1,7 @@
 // Training a ViT end to end on a tiny two-class stand-in for Fashion-MNIST (two_class_fashion_mnist.h):
-// the loss falls, checkpoints reload to identical logits, a seed fixes the weights, and a run stopped
-// mid-epoch and resumed ends bit-for-bit where an uninterrupted run ends.
+// the loss falls, checkpoints reload to identical logits, a seed fixes the weights, a run stopped
+// mid-epoch and resumed ends bit-for-bit where an uninterrupted run ends, and fine-tuning starts from a
+// checkpoint's weights with its architecture.
 #include "model/training_run.h"
 
 #include <gtest/gtest.h>
@@ -252,6 +253,58 @@ TEST_F(VitTraining, ResumingRefusesFilesFromDifferentEpochs) {
   TrainingOptions missing = tiny("nothing-here");
   missing.resume = true;
   EXPECT_TRUE(throwsWith<FileError>([&] { trainVitOnFashionMnist(missing); }, {"no training state"}));
+}
+
+TEST_F(VitTraining, FineTuningStartsFromTheCheckpointWithItsArchitecture) {
+  TrainingOptions base = tiny("base");
+  base.epochs = 1;
+  trainVitOnFashionMnist(base);
+
+  // LOT in place of softmax, with other architecture options: the checkpoint's architecture wins, its weights
+  // are the start and LOT's own parameters start fresh. A learning rate of ~0 keeps the start visible.
+  TrainingOptions ft = tiny("ft", "lot:r=4");
+  ft.dim = 64;
+  ft.depth = 2;
+  ft.heads = 4;
+  ft.mlp = 128;
+  ft.patch = 4;
+  ft.init = base.out;
+  ft.epochs = 1;
+  ft.lr = 1e-12;
+  ft.weightDecay = 0;
+  const TrainingReport report = trainVitOnFashionMnist(ft);
+  EXPECT_EQ(report.options.dim, 16);
+  EXPECT_EQ(report.options.depth, 1);
+  EXPECT_EQ(report.options.heads, 2);
+  EXPECT_EQ(report.options.mlp, 32);
+  EXPECT_EQ(report.options.patch, 7);
+  const TensorMap start = weights(base.out), tuned = weights(ft.out);
+  std::vector<std::string> fresh;
+  for (const auto& [name, t] : tuned) {
+    const auto it = start.find(name);
+    if (it == start.end()) {
+      fresh.push_back(name);
+      continue;
+    }
+    ASSERT_EQ(t.shape, it->second.shape) << name;
+    for (size_t i = 0; i < t.values.size(); ++i) ASSERT_NEAR(t.values[i], it->second.values[i], 1e-6) << name;
+  }
+  EXPECT_EQ(tuned.size(), start.size() + fresh.size());  // nothing of the start was dropped
+  ASSERT_EQ(fresh.size(), 2u) << "one layer's LOT pivots and mass logits";
+  for (const auto& name : fresh)
+    EXPECT_TRUE(name.find("pivots") != std::string::npos || name.find("mass_logits") != std::string::npos) << name;
+  EXPECT_EQ(readVitCheckpoint(ft.out).config.attention.family, "lot");
+  // The stored run remembers its start, so --resume continues the same fine-tuning.
+  EXPECT_EQ(storedTrainingOptions(ft.out).init, base.out);
+}
+
+TEST_F(VitTraining, FineTuningRefusesCheckpointsOfOtherImagesAndMissingOnes) {
+  TrainingOptions o = tiny("ft");
+  o.init = std::string(TL_FIXTURE_DIR) + "/vit/hf_softmax";  // 8×8 colour images
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { trainVitOnFashionMnist(o); }, {"hf_softmax", "28×28 greyscale"}));
+  o.init = dir.file("no-such-checkpoint");
+  EXPECT_TRUE(throwsWith<FileError>([&] { trainVitOnFashionMnist(o); }, {"no-such-checkpoint"}));
+  EXPECT_FALSE(std::filesystem::exists(o.out));
 }
 
 TEST_F(VitTraining, BadOptionsAreUsageErrors) {
