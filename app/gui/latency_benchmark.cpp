@@ -1,14 +1,18 @@
 #include "latency_benchmark.h"
 
+#include <QCoreApplication>
 #include <QEventLoop>
 #include <QGuiApplication>
 #include <QSlider>
+#include <QSpinBox>
 #include <QTimer>
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/errors.h"
 #include "cuda/backend.h"
 #include "io/atomic_file.h"
 #include "main_window.h"
@@ -21,22 +25,26 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kTimeoutMs = 60000;
 
+using ResultTest = std::function<bool(const SessionResult&)>;
+
 long long budgetOf(const SessionResult& r) { return getInt(r.session.operators.front().params, "T"); }
 
-// Runs the event loop until the window shows a result whose budget is T (or the timeout passes).
-std::shared_ptr<const SessionResult> waitForBudget(MainWindow& window, long long T) {
+// Runs the event loop until the window shows a result that passes `wanted` (or the timeout passes), then
+// lets the views paint it.
+std::shared_ptr<const SessionResult> waitForResult(MainWindow& window, const ResultTest& wanted) {
   std::shared_ptr<const SessionResult> shown;
   QEventLoop loop;
   auto connection = QObject::connect(&window, &MainWindow::resultShown, &loop,
                                      [&](std::shared_ptr<const SessionResult> r) {
-                                       if (budgetOf(*r) != T) return;
+                                       if (!wanted(*r)) return;
                                        shown = std::move(r);
                                        loop.quit();
                                      });
   QTimer::singleShot(kTimeoutMs, &loop, &QEventLoop::quit);
-  if (!window.lastResult() || budgetOf(*window.lastResult()) != T) loop.exec();
+  if (!window.lastResult() || !wanted(*window.lastResult())) loop.exec();
   else shown = window.lastResult();
   QObject::disconnect(connection);
+  QCoreApplication::processEvents();  // queued replots and paint events of the views
   return shown;
 }
 
@@ -46,54 +54,123 @@ nlohmann::ordered_json summary(std::vector<double> ms) {
   return {{"median", quantile(0.5)}, {"p90", quantile(0.9)}, {"max", ms.back()}, {"min", ms.front()}};
 }
 
+// One change in the window: what it sets, and how to recognise its result.
+struct Move {
+  std::string label;
+  std::function<void()> apply;
+  ResultTest shows;
+};
+
+struct Timings {
+  std::vector<double> latencyMs, computeMs, engineMs, overheadMs;
+};
+
+// Applies each move and times it until its result is on screen; false (after saying which) on a timeout.
+bool timeMoves(MainWindow& window, const std::vector<Move>& moves, Timings& t) {
+  for (const Move& move : moves) {
+    const auto start = Clock::now();
+    move.apply();
+    const auto result = waitForResult(window, move.shows);
+    if (!result) {
+      std::cerr << "transportlens: no result for " << move.label << " within " << kTimeoutMs / 1000 << " s\n";
+      return false;
+    }
+    t.latencyMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    t.computeMs.push_back(result->runs.front().result.seconds * 1e3);
+    t.engineMs.push_back(result->seconds * 1e3);  // the whole request: model re-run, operators, analyses
+    // What the window adds on top of the Engine's own work: queueing, copying into the views, drawing.
+    t.overheadMs.push_back(t.latencyMs.back() - result->seconds * 1e3);
+  }
+  return true;
+}
+
+template <class T>
+T* child(MainWindow& window, const char* name) {
+  T* widget = window.findChild<T*>(name);
+  if (!widget) throw Error(std::string("the window has no control named ") + name);
+  return widget;
+}
+
+// Budgets 11, 14, ..., 98: every move is a new value, and the work per move grows as a user drags.
+std::vector<Move> cloudMoves(MainWindow& window, int count) {
+  QSlider* slider = child<QSlider>(window, "slider:T");
+  std::vector<Move> moves;
+  for (int k = 0; k < count; ++k) {
+    const long long T = 11 + 3 * k;
+    moves.push_back({"T=" + std::to_string(T), [slider, T] { slider->setValue(int(T)); },
+                     [T](const SessionResult& r) { return budgetOf(r) == T; }});
+  }
+  return moves;
+}
+
+// Layer, head and the operator's budget in turn, each to a value the window does not show yet, so every
+// move re-runs the model from the changed layer (layer, T) or re-reads another head (head).
+std::vector<Move> modelMoves(MainWindow& window, int count, int layers, int heads) {
+  QSpinBox* layerBox = child<QSpinBox>(window, "modelLayer");
+  QSpinBox* headBox = child<QSpinBox>(window, "modelHead");
+  QSlider* slider = child<QSlider>(window, "slider:T");
+  std::vector<Move> moves;
+  int layer = layerBox->value(), head = headBox->value();
+  long long T = budgetOf(*window.lastResult());
+  for (int k = 0; k < count; ++k) {
+    switch (k % 3) {
+      case 0:
+        layer = (layer + 1) % layers;
+        moves.push_back({"layer " + std::to_string(layer), [layerBox, layer] { layerBox->setValue(layer); },
+                         [layer](const SessionResult& r) { return r.session.source.model.layer == layer; }});
+        break;
+      case 1:
+        head = (head + 1) % heads;
+        moves.push_back({"head " + std::to_string(head), [headBox, head] { headBox->setValue(head); },
+                         [head](const SessionResult& r) { return r.session.source.model.head == head; }});
+        break;
+      default:
+        T = T % 20 + 1;
+        moves.push_back({"T=" + std::to_string(T), [slider, T] { slider->setValue(int(T)); },
+                         [T](const SessionResult& r) { return budgetOf(r) == T; }});
+    }
+  }
+  return moves;
+}
+
 }  // namespace
 
 int runLatencyBenchmark(const LatencyOptions& options) {
-  Session session = pointCloudSession();
-  session.source.params["n"] = static_cast<long long>(options.n);
-  session.operators.front().params["T"] = 10LL;
+  const bool model = options.scenario == LatencyScenario::Model;
+  Session session = model ? checkpointSession() : pointCloudSession();
+  if (!model) {
+    session.source.params["n"] = static_cast<long long>(options.n);
+    session.operators.front().params["T"] = 10LL;
+  }
   MainWindow window(session);
+  window.resize(1600, 1000);
   window.show();
-  if (!waitForBudget(window, 10)) {
+  const auto first = waitForResult(window, [model](const SessionResult& r) { return !model || r.model != nullptr; });
+  if (!first || (model && !first->model)) {
     std::cerr << "transportlens: the first result did not arrive within " << kTimeoutMs / 1000 << " s\n";
     return 1;
   }
-  auto* slider = window.operatorPanel()->findChild<QSlider*>("slider:T");
-  if (!slider) {
-    std::cerr << "transportlens: the operator panel has no T slider\n";
-    return 1;
-  }
+  Timings t;
+  const std::vector<Move> moves =
+      model ? modelMoves(window, options.moves, first->model->config.numLayers, first->model->config.numHeads)
+            : cloudMoves(window, options.moves);
+  if (!timeMoves(window, moves, t)) return 1;
 
-  // Budgets 11, 14, ..., 98: every move is a new value, and the work per move grows as a user drags.
-  std::vector<long long> budgets;
-  std::vector<double> latencyMs, computeMs, overheadMs;
-  for (int k = 0; k < options.moves; ++k) budgets.push_back(11 + 3 * k);
-  for (long long T : budgets) {
-    const auto start = Clock::now();
-    slider->setValue(int(T));
-    auto result = waitForBudget(window, T);
-    if (!result) {
-      std::cerr << "transportlens: no result for T=" << T << " within " << kTimeoutMs / 1000 << " s\n";
-      return 1;
-    }
-    latencyMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    computeMs.push_back(result->runs.front().result.seconds * 1e3);
-    // What the window adds on top of the Engine's own work: queueing, copying into the views, drawing.
-    overheadMs.push_back(latencyMs.back() - result->seconds * 1e3);
-  }
-
-  const nlohmann::ordered_json report = {
-      {"benchmark", "slider-to-heatmap latency"},
+  nlohmann::ordered_json report = {
+      {"benchmark", model ? "layer/head/operator change to redrawn [CLS] maps" : "slider-to-heatmap latency"},
       {"source", session.source.toString()},
-      {"operator", "sinkhorn"},
-      {"n", options.n},
-      {"T_values", budgets},
-      {"moves", options.moves},
-      {"latency_ms", summary(latencyMs)},
-      {"operator_compute_ms", summary(computeMs)},
-      {"gui_overhead_ms", summary(overheadMs)},
-      {"qt_platform", QGuiApplication::platformName().toStdString()},
-      {"backend", backendLabel()}};
+      {"operator", session.operators.front().toString()}};
+  std::vector<std::string> labels;
+  for (const Move& m : moves) labels.push_back(m.label);
+  if (!model) report["n"] = options.n;
+  if (model) report["swap"] = swapScopeName(session.swapScope);
+  report["moves"] = labels;
+  report["latency_ms"] = summary(t.latencyMs);
+  report["operator_compute_ms"] = summary(t.computeMs);
+  report["engine_ms"] = summary(t.engineMs);
+  report["gui_overhead_ms"] = summary(t.overheadMs);
+  report["qt_platform"] = QGuiApplication::platformName().toStdString();
+  report["backend"] = backendLabel();
   const std::string text = report.dump(2) + "\n";
   std::cout << text;
   if (!options.jsonPath.isEmpty()) writeFileAtomically(options.jsonPath.toStdString(), text);

@@ -1,13 +1,18 @@
 #pragma once
-// `transportlens --measure-latency`: how long a slider move takes to reach the screen. Opens the window on
-// a point-cloud source with n points and Sinkhorn, moves the T slider through a series of values, and
-// times each move from the slider change until the heatmap has redrawn the new result.
+// `transportlens --measure-latency`: how long a change in the window takes to reach the screen, timed from
+// the change until the window has drawn the new result in every view (the Engine's compute included).
+//   cloud (default): a torus point cloud with n points and Sinkhorn; the T slider moves through 11, 14, …
+//   model: the bundled checkpoint session; the layer and head pickers and the operator's T slider change in
+//          turn, and each move is timed until the [CLS] maps, the prediction and the plan show it.
 #include <QString>
 
 namespace tl {
 
+enum class LatencyScenario { Cloud, Model };
+
 struct LatencyOptions {
-  int n = 512;
+  LatencyScenario scenario = LatencyScenario::Cloud;
+  int n = 512;  // cloud only
   int moves = 30;
   QString jsonPath;  // also write the report here (atomically); empty: stdout only
 };

@@ -1,7 +1,9 @@
 // transportlens: the desktop app.
-//   transportlens                      opens the built-in default session (a live point-cloud plan)
+//   transportlens                      opens the built-in default session (the bundled checkpoint's [CLS]
+//                                      maps where this build runs models, else a live point-cloud plan)
 //   transportlens SESSION.json         opens that session
-//   transportlens --measure-latency [--n 512] [--json FILE]   slider-to-screen latency benchmark
+//   transportlens --measure-latency [--scenario cloud|model] [--n 512] [--json FILE]
+//                                      change-to-screen latency benchmark (latency_benchmark.h)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
@@ -47,9 +49,13 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   parser.addPositionalArgument("session", "session file (.json) to open; default: the built-in session");
   QCommandLineOption measure("measure-latency", "measure slider-to-heatmap latency, print JSON and exit");
+  QCommandLineOption scenario("scenario",
+                              "what --measure-latency changes: cloud (the T slider on a point cloud of --n points) "
+                              "or model (layer, head and T on the bundled checkpoint session); default cloud",
+                              "cloud|model", "cloud");
   QCommandLineOption n("n", "number of points for --measure-latency (default 512)", "n", "512");
   QCommandLineOption json("json", "also write the --measure-latency report to FILE", "FILE");
-  parser.addOptions({measure, n, json});
+  parser.addOptions({measure, scenario, n, json});
   parser.process(app);
 
   try {
@@ -59,6 +65,11 @@ int main(int argc, char** argv) {
       options.n = parser.value(n).toInt(&ok);
       if (!ok || options.n < 1) {
         std::cerr << "transportlens: --n needs a positive integer\n";
+        return 2;
+      }
+      if (parser.value(scenario) == "model") options.scenario = tl::LatencyScenario::Model;
+      else if (parser.value(scenario) != "cloud") {
+        std::cerr << "transportlens: --scenario is cloud or model\n";
         return 2;
       }
       options.jsonPath = parser.value(json);
