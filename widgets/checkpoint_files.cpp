@@ -1,5 +1,6 @@
 #include "checkpoint_files.h"
 
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QSettings>
@@ -45,6 +46,14 @@ QString chooseCheckpointFolder(QWidget* parent, const QString& start) {
 QString chooseImageFile(QWidget* parent, const QString& start) {
   return QFileDialog::getOpenFileName(parent, QObject::tr("Open image for the model"), start,
                                       QObject::tr("Images (*.png *.jpg *.jpeg)"));
+}
+
+QStringList sampleCheckpoints() {
+  QStringList folders;
+  const QDir samples(QStringLiteral(TL_SOURCE_DIR "/sample_checkpoints"));
+  for (const QString& name : samples.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+    if (QFileInfo::exists(samples.filePath(name + "/config.json"))) folders << samples.filePath(name);
+  return folders;
 }
 
 QStringList recentCheckpoints() {

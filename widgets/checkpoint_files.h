@@ -1,7 +1,8 @@
 #pragma once
 // The files a model source is made of, as the user hands them over: a checkpoint (a folder, or a weights
 // file .safetensors/.pt/.pth/.bin) and an image (PNG/JPEG), whether picked in a dialog, dropped on the
-// window or taken from the recent-checkpoints list (QSettings, newest first, at most kRecentCheckpoints).
+// window, taken from the recent-checkpoints list (QSettings, newest first, at most kRecentCheckpoints) or
+// from the bundled sample checkpoints.
 #include <QString>
 #include <QStringList>
 
@@ -22,6 +23,9 @@ QString checkpointPathOf(const QString& path);
 QString chooseCheckpointFile(QWidget* parent, const QString& start);  // weights file, or config.json → folder
 QString chooseCheckpointFolder(QWidget* parent, const QString& start);
 QString chooseImageFile(QWidget* parent, const QString& start);
+
+// The checkpoints bundled with TransportLens (sample_checkpoints/<name>/ with a config.json), by name.
+QStringList sampleCheckpoints();
 
 // Existing checkpoints only: a deleted one is not offered again.
 QStringList recentCheckpoints();

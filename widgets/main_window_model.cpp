@@ -1,4 +1,4 @@
-// The window's ways in for model sources: File > Open checkpoint… and Recent checkpoints, and checkpoints
+// The window's ways in for model sources: File > Open checkpoint…, Recent and Sample checkpoints, and checkpoints
 // and images dropped on the window. All of them go through the Source panel, which emits the new source.
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -36,6 +36,12 @@ void MainWindow::addCheckpointActions(QMenu* file) {
     for (const QString& path : paths) recent->addAction(path, this, [this, path] { sourcePanel_->useCheckpoint(path); });
     if (paths.isEmpty()) recent->addAction(tr("(none yet)"))->setEnabled(false);
   });
+  // The bundled models, one per normaliser they were trained with: the quickest way to compare them.
+  QMenu* samples = file->addMenu(tr("&Sample checkpoints"));
+  samples->setObjectName("sampleCheckpoints");
+  for (const QString& path : sampleCheckpoints())
+    samples->addAction(QFileInfo(path).fileName(), this, [this, path] { sourcePanel_->useCheckpoint(path); });
+  if (samples->isEmpty()) samples->addAction(tr("(none found)"))->setEnabled(false);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

@@ -111,6 +111,25 @@ TEST_F(ModelSourcePanelTest, LoadedCheckpointsJoinTheRecentList) {
   EXPECT_NE(window_->findChild<QAction*>("openCheckpoint"), nullptr);
 }
 
+TEST_F(ModelSourcePanelTest, FileMenuOffersEveryBundledCheckpoint) {
+  open(test::modelSession(test::fixtureCheckpoint("hf_softmax")));
+  auto* menu = window_->findChild<QMenu*>("sampleCheckpoints");
+  ASSERT_NE(menu, nullptr);
+  QStringList names;
+  for (QAction* a : menu->actions()) names << a->text();
+  QStringList bundled;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TL_SOURCE_DIR) + "/sample_checkpoints"))
+    bundled << QString::fromStdString(entry.path().filename().string());
+  bundled.sort();
+  ASSERT_EQ(names, bundled);
+  ASSERT_TRUE(names.contains("softmax"));
+  menu->actions().at(names.indexOf("softmax"))->trigger();
+  ASSERT_TRUE(test::waitForResult(*window_, [](const SessionResult& r) {
+    return r.model && r.model->checkpoint.find("sample_checkpoints/softmax") != std::string::npos;
+  }));
+  EXPECT_EQ(window_->lastResult()->model->config.numLayers, 6);
+}
+
 TEST_F(ModelSourcePanelTest, TheRecentListKeepsTheNewestEight) {
   std::vector<std::string> dirs;
   for (int i = 0; i < 10; ++i) {
