@@ -1,7 +1,7 @@
 // Every bundled checkpoint (sample_checkpoints/<name>/) keeps what its model card promises: `tlens eval` on
 // all 10000 Fashion-MNIST test images reproduces the card's test accuracy to the card's two decimals, the
 // accuracy is at least 85 %, and the card's training command trained the normaliser config.json names.
-// Needs the real test set (Debian's dataset-fashion-mnist, installed by scripts/setup); label slow.
+// Needs the real test set (Debian's dataset-fashion-mnist, installed by scripts/setup); about a minute each.
 #include <gtest/gtest.h>
 
 #include <algorithm>
