@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "model/esp_soft_output.h"
 #include "ops/esp.h"
 #include "ops/lot.h"
 #include "ops/sinkhorn.h"
@@ -155,10 +156,19 @@ class EspNormaliser : public TorchNormaliserImpl {
     const double scale = p_.compat == EspCompat::ReferenceCode ? 1.0 / std::sqrt(double(q.size(-1))) : 1.0;
     const torch::Tensor qs = (q * scale).contiguous(), ks = (k * scale).contiguous();
     const int64_t nq = q.size(2), nk = k.size(2);
+    const bool soft = is_training() || p_.sort == SortMode::Soft;
+    if (soft && !withAttention && nq == nk && p_.costExponent() == 2) {
+      // Training's path: the banded SoftSort output, equal to the dense graph below without its n×n tensors.
+      const torch::Tensor theta = directions(q);
+      TorchAttention out;
+      out.output = espSoftOutput(torch::matmul(qs, theta.t()).transpose(-2, -1),
+                                 torch::matmul(ks, theta.t()).transpose(-2, -1), qs, ks, v, p_.sortTemp, p_.tau);
+      return out;
+    }
     // n_q·U_l flattened to [B, H, L, n_q·n_k], so the sums over (i, j) below are batched matrix products
     // instead of [B, H, L, n_q, n_k] temporaries.
     const torch::Tensor plans =
-        ((is_training() || p_.sort == SortMode::Soft) ? softPlans(qs, ks) : hardPlans(qs, ks)).flatten(-2);
+        (soft ? softPlans(qs, ks) : hardPlans(qs, ks)).flatten(-2);
     // D_l = <C, U_l> (eq. 10), w = softmax(−tau·D) (eq. 9), A = n_q·Σ_l w_l U_l (§3.1).
     const torch::Tensor D = torch::matmul(plans, groundCost(qs, ks).flatten(-2).unsqueeze(-1)).squeeze(-1) / double(nq);
     const torch::Tensor w = torch::softmax(-p_.tau * D, -1);

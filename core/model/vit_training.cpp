@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "data/image_sampling.h"
+#include "ops/esp_params.h"
 
 namespace tl {
 namespace {
@@ -40,10 +41,11 @@ std::vector<torch::optim::OptimizerParamGroup> parameterGroups(const VitModel& m
 }
 
 // Images per forward pass whose largest attention tensor fits kChunkBytes (float32): [H, n, n] per image,
-// times L slices for ESP (L = 0 means one slice per head dimension).
+// times L slices for ESP with p = 1, whose SoftSort plans are dense (p = 2 trains through the banded
+// model/esp_soft_output.h; L = 0 means one slice per head dimension).
 int64_t attentionChunk(const VitConfig& c) {
   double perImage = 4.0 * c.numHeads * double(c.numTokens()) * c.numTokens();
-  if (c.attention.family == "esp") {
+  if (c.attention.family == "esp" && EspParams::from(c.attention.params).costExponent() != 2) {
     const int64_t L = getInt(c.attention.params, "L");
     perImage *= double(L > 0 ? L : c.headDim);
   }

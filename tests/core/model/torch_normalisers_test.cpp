@@ -133,6 +133,56 @@ TEST(TorchNormalisers, EspSoftEqualsTheCoreSoftPlan) {
   EXPECT_TRUE(matchesCore<double>(*op, wide, 1e-10, registryOperator<double>("esp:tau=0.5")));
 }
 
+// Training's banded SoftSort output (withAttention = false) against the dense graph that the test above ties
+// to the core operator: the same output and the same gradients for q, k and v, at tol·max(1, max|x|).
+template <class T>
+[[nodiscard]] ::testing::AssertionResult bandedMatchesDense(const std::string& spec, const Batch& in, double tol) {
+  TorchNormaliser op = makeTorchNormaliser(OperatorRegistry::builtin().parse(spec), int(in.q.size(1)), int(in.q.size(3)));
+  op->train(true);
+  torch::manual_seed(5);
+  const torch::Tensor outputWeights = torch::randn({in.q.size(0), in.q.size(1), in.q.size(2), in.v.size(3)}, dtypeOf<T>());
+  auto run = [&](bool dense) {
+    std::vector<torch::Tensor> x{in.q.clone().requires_grad_(), in.k.clone().requires_grad_(), in.v.clone().requires_grad_()};
+    const torch::Tensor out = op->forward(x[0], x[1], x[2], /*withAttention=*/dense).output;
+    (out * outputWeights).sum().backward();
+    return std::vector<torch::Tensor>{out.detach(), x[0].grad(), x[1].grad(), x[2].grad()};
+  };
+  const std::vector<torch::Tensor> dense = run(true), banded = run(false);
+  const char* names[] = {"output", "dq", "dk", "dv"};
+  for (int i = 0; i < 4; ++i) {
+    const double scale = std::max(1.0, dense[i].abs().max().item<double>());
+    const double err = (dense[i] - banded[i]).abs().max().item<double>();
+    if (!(err <= tol * scale))
+      return ::testing::AssertionFailure() << names[i] << " differs by " << err << " (scale " << scale << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(TorchNormalisers, EspTrainingPathEqualsTheDenseSoftPlanInValueAndGradient) {
+  // n = 50 tokens as in the sample checkpoints; at sort_temp = 1e-3 most SoftSort entries underflow to 0,
+  // at sort_temp = 1 none do.
+  const Batch wide = randomBatch(torch::kFloat64, 50), narrow = randomBatch(torch::kFloat32, 50);
+  for (const char* spec : {"esp:sort_temp=0.001", "esp:tau=0.5,sort_temp=0.1", "esp:tau=2,sort_temp=1",
+                           "esp:tau=1,sort_temp=0.01,slicer=random,L=5,seed=2", "esp:tau=0,sort_temp=0.001"}) {
+    EXPECT_TRUE(bandedMatchesDense<double>(spec, wide, 1e-10)) << spec;
+    EXPECT_TRUE(bandedMatchesDense<float>(spec, narrow, 2e-5)) << spec;
+  }
+  Batch grid = randomBatch(torch::kFloat64, 50);
+  grid.q = torch::round(grid.q * 2) / 2;  // tied projections: whole groups share a SoftSort row
+  grid.k = torch::round(grid.k * 2) / 2;
+  // Which token of a tied group takes an anchor's gradient is the sort's choice (any is a subgradient), so
+  // the weight leaking to the next group, exp(−0.5²/sort_temp), is kept far below the tolerance.
+  EXPECT_TRUE(bandedMatchesDense<double>("esp:sort_temp=0.002", grid, 1e-10));
+}
+
+TEST(TorchNormalisers, EspTrainingPathRefusesNonFiniteQueries) {
+  Batch in = randomBatch(torch::kFloat32);
+  in.q[0][1][2][3] = std::numeric_limits<float>::quiet_NaN();
+  TorchNormaliser op = makeTorchNormaliser(OperatorRegistry::builtin().parse("esp"), 3, 6);
+  op->train(true);
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { op->forward(in.q, in.k, in.v, false); }, {"NaN or Inf"}));
+}
+
 // The module's pivots set to Z_h, θ_h, and the core operator given the same per head.
 template <class T>
 [[nodiscard]] ::testing::AssertionResult lotMatches(const std::string& spec, const Batch& in, double tol) {
