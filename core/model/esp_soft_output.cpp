@@ -18,27 +18,20 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// exp(−x) is exactly 0 in T for x beyond this: the SoftSort logits a dense softmax turns into zeros.
-template <class T>
-T underflowLogit() {
-  return -std::log(std::numeric_limits<T>::denorm_min());
-}
-
 template <class T>
 using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
 using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 
-// One SoftSort matrix P (spec/esp.md §4.1: squared distance, ascending anchors; row r = rank r) stored by
-// its non-zero band. In sorted order the logit −(s_r − s_c)²/t falls off monotonically away from c = r, so
-// row r's non-zeros are the sorted positions first[r] .. first[r] + width(r) − 1. Token-indexed rows are
-// gathered into sorted order once, so every band product below is a small dense block operation.
+// One SoftSort matrix P (spec/esp.md §4.1: squared distance, ascending anchors; row r = rank r) with its
+// columns in sorted order too: P[r, c] is the weight of token order[c]. Token-indexed rows are gathered
+// into that order, so every product below is a dense n×n by n×m block that stays in cache.
 template <class T>
-struct BandedSoftSort {
-  std::vector<int> order;         // sorted position → token
-  Vector<T> sorted;               // values[order[c]], ascending
-  std::vector<int> first, start;  // row r: first sorted position, offset into weights (start[n] = total)
-  std::vector<T> weights;
+struct SoftSortMatrix {
+  using Array = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::vector<int> order;  // sorted position → token
+  Vector<T> sorted;        // values[order[c]], ascending
+  RowMatrix<T> P;
 
   void build(const T* values, int n, T temp) {
     order.resize(n);
@@ -46,67 +39,48 @@ struct BandedSoftSort {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values[a] < values[b]; });
     sorted.resize(n);
     for (int c = 0; c < n; ++c) sorted[c] = values[order[c]];
-    first.resize(n);
-    start.resize(n + 1);
-    weights.clear();
-    const T cutoff = underflowLogit<T>();
-    auto logit = [&](int r, int c) { return (sorted[r] - sorted[c]) * (sorted[r] - sorted[c]) / temp; };
+    // logit[r, c] = −(s_r − s_c)²/t falls off monotonically away from c = r in sorted order, and exp
+    // underflows to exactly 0 in T beyond `underflow` (spec §4.1): row r is a band [lo, hi] around r, and
+    // only the band goes through exp (whose underflowing inputs would take the slow denormal path).
+    // The largest logit of each row is exactly 0 (the anchor is one of the entries): no max-shift needed.
+    const T underflow = std::log(std::numeric_limits<T>::denorm_min());
+    auto logit = [&](int r, int c) { return (sorted[c] - sorted[r]) * (sorted[c] - sorted[r]) / -temp; };
+    P.setZero(n, n);
     for (int r = 0; r < n; ++r) {
       int lo = r, hi = r;
-      while (lo > 0 && logit(r, lo - 1) <= cutoff) --lo;
-      while (hi + 1 < n && logit(r, hi + 1) <= cutoff) ++hi;
-      first[r] = lo;
-      start[r] = int(weights.size());
-      // The largest logit is exactly 0 (the anchor is one of the entries), so no max-shift is needed.
-      T total = 0;
-      for (int c = lo; c <= hi; ++c) total += weights.emplace_back(std::exp(-logit(r, c)));
-      for (int c = lo; c <= hi; ++c) weights[start[r] + c - lo] /= total;
+      while (lo > 0 && logit(r, lo - 1) >= underflow) --lo;
+      while (hi + 1 < n && logit(r, hi + 1) >= underflow) ++hi;
+      auto band = P.row(r).segment(lo, hi - lo + 1).array();
+      band = ((sorted.segment(lo, hi - lo + 1).array() - sorted[r]).square() / -temp).exp().transpose();
+      band /= band.sum();
     }
-    start[n] = int(weights.size());
   }
 
   int size() const { return int(order.size()); }
-  int width(int r) const { return start[r + 1] - start[r]; }
-  Eigen::Map<const Vector<T>> row(int r) const { return {weights.data() + start[r], width(r)}; }
 
   // Token-indexed rows [n, cols] in sorted order.
   RowMatrix<T> gather(const T* rows, int cols) const {
     RowMatrix<T> out(size(), cols);
-    for (int c = 0; c < size(); ++c) out.row(c) = Eigen::Map<const Vector<T>>(rows + size_t(order[c]) * cols, cols);
+    for (int c = 0; c < size(); ++c) out.row(c) = Eigen::Map<const RowMatrix<T>>(rows + size_t(order[c]) * cols, 1, cols);
     return out;
   }
-  // grad[order[c]] += sortedGrad[c]: the adjoint of gather (rows [n, cols], or values [n]).
-  void scatterAdd(const Vector<T>& sortedGrad, T* grad) const {
-    for (int c = 0; c < size(); ++c) grad[order[c]] += sortedGrad[c];
-  }
+  // grad[order[c]] += sortedGrad[c]: the adjoint of gather.
   void scatterAdd(const RowMatrix<T>& sortedGrad, T* grad) const {
     const int cols = int(sortedGrad.cols());
     for (int c = 0; c < size(); ++c)
-      Eigen::Map<Vector<T>>(grad + size_t(order[c]) * cols, cols) += sortedGrad.row(c).transpose();
+      Eigen::Map<RowMatrix<T>>(grad + size_t(order[c]) * cols, 1, cols) += sortedGrad.row(c);
   }
 
-  // P times token-indexed rows already gathered in sorted order: [n, cols].
-  RowMatrix<T> times(const RowMatrix<T>& sortedRows) const {
-    RowMatrix<T> out(size(), sortedRows.cols());
-    for (int r = 0; r < size(); ++r) out.row(r) = row(r).transpose() * sortedRows.middleRows(first[r], width(r));
-    return out;
-  }
-  // sortedOut += scale·Pᵀ·ranked, in sorted order.
-  void addTransposeTimes(const RowMatrix<T>& ranked, T scale, RowMatrix<T>& sortedOut) const {
-    for (int r = 0; r < size(); ++r)
-      sortedOut.middleRows(first[r], width(r)).noalias() += (scale * row(r)) * ranked.row(r);
-  }
-
-  // SoftSort backward for row r given dL/dP on its band (spec §4.1: both the anchor s_r and the entries s_c
-  // carry gradient), accumulated into the sorted-order gradient of the values.
-  template <class GradRow>
-  void backwardRow(int r, const GradRow& gradRow, T temp, Vector<T>& sortedGrad) const {
-    const auto p = row(r);
-    const auto gaps = sorted.segment(first[r], width(r)).array() - sorted[r];
-    // dL/dlogit ⊙ d logit/d s_c, with logit = −(s_r − s_c)²/t.
-    const auto gEntry = p.array() * (gradRow.array() - p.dot(gradRow)) * (T(-2) / temp) * gaps;
-    sortedGrad.segment(first[r], width(r)) += gEntry.matrix();
-    sortedGrad[r] -= gEntry.sum();
+  // SoftSort backward given dL/dP (spec §4.1: both the anchors s_r and the entries s_c carry gradient), as
+  // the sorted-order gradient of the values [n, 1].
+  RowMatrix<T> backward(const RowMatrix<T>& gP, T temp) const {
+    const int n = size();
+    const Array gLogit =
+        P.array() * (gP.array().colwise() - (P.array() * gP.array()).rowwise().sum());
+    // d logit[r, c]/d s_c = 2 (s_r − s_c)/t = −d logit[r, c]/d s_r.
+    const auto slope = (sorted.rowwise().replicate(n) - sorted.transpose().colwise().replicate(n)).array() * (T(2) / temp);
+    const Array g = gLogit * slope;
+    return (g.colwise().sum().transpose() - g.rowwise().sum()).matrix();
   }
 };
 
@@ -119,11 +93,11 @@ struct Head {
 
 template <class T>
 struct Slice {
-  BandedSoftSort<T> a, b;          // A_l (queries), B_l (keys)
-  RowMatrix<T> qa, ka, vb;         // Q in A's sorted order; K, V in B's
-  Vector<T> q2a, k2b;              // squared norms, same orders
-  RowMatrix<T> aq, bk, bv;         // A_l Q, B_l K [n, m]; B_l V [n, dv]
-  T cost = 0;                      // D_l = <C, U_l>
+  SoftSortMatrix<T> a, b;  // A_l (queries), B_l (keys)
+  RowMatrix<T> qa, ka, vb;  // Q in A's sorted order; K, V in B's
+  RowMatrix<T> q2a, k2b;   // squared norms [n, 1], same orders
+  RowMatrix<T> aq, bk, bv;  // A_l Q, B_l K [n, m]; B_l V [n, dv]
+  T cost = 0;              // D_l = <C, U_l>
 };
 
 // Slice plans' factors and costs, and the slice weights w = softmax(−tau·D) (spec §3.2 steps 1–4).
@@ -140,11 +114,10 @@ Vector<T> evaluateSlices(const Head<T>& h, T temp, T tau, std::vector<Slice<T>>&
     s.vb = s.b.gather(h.v, h.dv);
     s.q2a = s.qa.rowwise().squaredNorm();
     s.k2b = s.ka.rowwise().squaredNorm();
-    s.aq = s.a.times(s.qa);
-    s.bk = s.b.times(s.ka);
-    s.bv = s.b.times(s.vb);
-    const Vector<T> aq2 = s.a.times(s.q2a), bk2 = s.b.times(s.k2b);
-    s.cost = (aq2.sum() + bk2.sum() - 2 * s.aq.cwiseProduct(s.bk).sum()) / T(h.n);
+    s.aq.noalias() = s.a.P * s.qa;
+    s.bk.noalias() = s.b.P * s.ka;
+    s.bv.noalias() = s.b.P * s.vb;
+    s.cost = ((s.a.P * s.q2a).sum() + (s.b.P * s.k2b).sum() - 2 * s.aq.cwiseProduct(s.bk).sum()) / T(h.n);
     logits[l] = -tau * s.cost;
   }
   const Vector<T> w = (logits.array() - logits.maxCoeff()).exp().matrix();
@@ -155,16 +128,11 @@ template <class T>
 void forwardHead(const Head<T>& h, T temp, T tau, T* out) {
   thread_local std::vector<Slice<T>> slices;
   const Vector<T> w = evaluateSlices(h, temp, tau, slices);
-  Eigen::Map<RowMatrix<T>> o(out, h.n, h.dv);
-  o.setZero();
-  for (int l = 0; l < h.L; ++l) {
-    RowMatrix<T> sortedOut = RowMatrix<T>::Zero(h.n, h.dv);
-    slices[l].a.addTransposeTimes(slices[l].bv, w[l], sortedOut);
-    slices[l].a.scatterAdd(sortedOut, out);
-  }
+  Eigen::Map<RowMatrix<T>>(out, h.n, h.dv).setZero();
+  for (int l = 0; l < h.L; ++l) slices[l].a.scatterAdd(w[l] * (slices[l].a.P.transpose() * slices[l].bv), out);
 }
 
-// Reverse mode of forwardHead, recomputing the bands (cheaper than keeping them between passes).
+// Reverse mode of forwardHead, recomputing the slices (cheaper than keeping them between the passes).
 template <class T>
 void backwardHead(const Head<T>& h, T temp, T tau, const T* gOut, T* gsq, T* gsk, T* gq, T* gk, T* gv) {
   thread_local std::vector<Slice<T>> slices;
@@ -175,53 +143,31 @@ void backwardHead(const Head<T>& h, T temp, T tau, const T* gOut, T* gsq, T* gsk
   Vector<T> gw(h.L);
   for (int l = 0; l < h.L; ++l) {
     gOutA[l] = slices[l].a.gather(gOut, h.dv);
-    aGrad[l] = slices[l].a.times(gOutA[l]);
+    aGrad[l].noalias() = slices[l].a.P * gOutA[l];
     gw[l] = aGrad[l].cwiseProduct(slices[l].bv).sum();
   }
   const T mean = w.dot(gw);
-  // Per-row band buffers, sized once: the loop below runs n·L times per head.
-  Vector<T> gA(n), gB(n), pa(n), pb(n);
+  const RowMatrix<T> ones = RowMatrix<T>::Ones(n, 1);
   for (int l = 0; l < h.L; ++l) {
     const Slice<T>& s = slices[l];
     const T gCost = -tau * w[l] * (gw[l] - mean) / T(n);  // dL/dD_l (softmax backward), with D's 1/n
-    Vector<T> gsa = Vector<T>::Zero(n), gsb = Vector<T>::Zero(n);
-    RowMatrix<T> gqa = RowMatrix<T>::Zero(n, h.m), gka = RowMatrix<T>::Zero(n, h.m), gvb = RowMatrix<T>::Zero(n, h.dv);
-    for (int r = 0; r < n; ++r) {
-      // A_l: through the output (w_l Y_l[r]·gOut[i]) and the cost (q²_i − 2 (B_l K)_r·q_i).
-      const int fa = s.a.first[r], wa = s.a.width(r);
-      const auto qBlock = s.qa.middleRows(fa, wa);
-      auto gARow = gA.head(wa);
-      gARow.noalias() = gOutA[l].middleRows(fa, wa) * s.bv.row(r).transpose();
-      gARow *= w[l];
-      gARow += gCost * s.q2a.segment(fa, wa);
-      gARow.noalias() -= (2 * gCost) * (qBlock * s.bk.row(r).transpose());
-      // C's own dependence on q_i: 2·P[r, i]·(q_i − (B_l K)_r).
-      auto paRow = pa.head(wa);
-      paRow = (2 * gCost) * s.a.row(r);
-      gqa.middleRows(fa, wa) += paRow.asDiagonal() * qBlock;
-      gqa.middleRows(fa, wa).noalias() -= paRow * s.bk.row(r);
-      s.a.backwardRow(r, gARow, temp, gsa);
-      // B_l: through Y_l = B_l V (gY = w_l A_l gOut) and the cost (k²_j − 2 (A_l Q)_r·k_j).
-      const int fb = s.b.first[r], wb = s.b.width(r);
-      const auto kBlock = s.ka.middleRows(fb, wb);
-      const auto gy = aGrad[l].row(r);
-      auto gBRow = gB.head(wb);
-      gBRow.noalias() = s.vb.middleRows(fb, wb) * gy.transpose();
-      gBRow *= w[l];
-      gBRow += gCost * s.k2b.segment(fb, wb);
-      gBRow.noalias() -= (2 * gCost) * (kBlock * s.aq.row(r).transpose());
-      auto pbRow = pb.head(wb);
-      pbRow = (2 * gCost) * s.b.row(r);
-      gka.middleRows(fb, wb) += pbRow.asDiagonal() * kBlock;
-      gka.middleRows(fb, wb).noalias() -= pbRow * s.aq.row(r);
-      gvb.middleRows(fb, wb).noalias() += (w[l] * s.b.row(r)) * gy;
-      s.b.backwardRow(r, gBRow, temp, gsb);
-    }
-    s.a.scatterAdd(gqa, gq);
-    s.b.scatterAdd(gka, gk);
-    s.b.scatterAdd(gvb, gv);
-    s.a.scatterAdd(gsa, gsq + size_t(l) * n);
-    s.b.scatterAdd(gsb, gsk + size_t(l) * n);
+    const RowMatrix<T> gy = w[l] * aGrad[l];              // dL/dY_l
+    // A_l: through the output (w_l Y_l[r]·gOut[c]) and the cost (q²_c − 2 (B_l K)_r·q_c).
+    RowMatrix<T> gA = w[l] * s.bv * gOutA[l].transpose() + gCost * (ones * s.q2a.transpose());
+    gA.noalias() -= (2 * gCost) * s.bk * s.qa.transpose();
+    // B_l: through Y_l = B_l V and the cost (k²_c − 2 (A_l Q)_r·k_c).
+    RowMatrix<T> gB = gy * s.vb.transpose() + gCost * (ones * s.k2b.transpose());
+    gB.noalias() -= (2 * gCost) * s.aq * s.ka.transpose();
+    // C's own dependence on q_c and k_c: 2·Σ_r P[r, c]·(q_c − (B_l K)_r), likewise for the keys.
+    RowMatrix<T> gqa = s.a.P.colwise().sum().transpose().asDiagonal() * s.qa;
+    gqa.noalias() -= s.a.P.transpose() * s.bk;
+    RowMatrix<T> gka = s.b.P.colwise().sum().transpose().asDiagonal() * s.ka;
+    gka.noalias() -= s.b.P.transpose() * s.aq;
+    s.a.scatterAdd((2 * gCost) * gqa, gq);
+    s.b.scatterAdd((2 * gCost) * gka, gk);
+    s.b.scatterAdd(s.b.P.transpose() * gy, gv);
+    s.a.scatterAdd(s.a.backward(gA, temp), gsq + size_t(l) * n);
+    s.b.scatterAdd(s.b.backward(gB, temp), gsk + size_t(l) * n);
   }
 }
 

@@ -1,16 +1,14 @@
 #pragma once
 // Soft ESP attention output for training (spec/esp.md §3.2 soft mode, §4.1–§4.2), for n_q = n_k and p = 2,
-// as one autograd function that never forms the [B, H, L, n, n] SoftSort matrices.
+// as one autograd function that never forms the [B, H, L, n, n] SoftSort tensors.
 //
-// Why: the dense graph's [B, H, L, n, n] temporaries and their backward dominated ESP training. At
-// sort_temp = 1e-3 a SoftSort row is exactly zero in floating point beyond a projected gap of about
-// sqrt(104·sort_temp) (float32 exp underflow, spec §4.1), so the rows of A_l and B_l are bands, contiguous in
-// sorted order (about 20 of 50 entries on the softmax sample checkpoint's queries). This keeps only the
-// bands and, for p = 2, uses
+// Why: the dense LibTorch graph over [B, H, L, n, n] made a dozen passes through memory per step and ran its
+// products as batched small matrix multiplications, and that dominated ESP training. Here each (batch, head)
+// works slice by slice on n×n blocks that stay in cache, with SoftSort columns in sorted order, and for p = 2
 //   D_l = <C, U_l> = (1/n)·Σ_r [ (A_l q²)_r + (B_l k²)_r − 2 (A_l Q)_r·(B_l K)_r ]   (rows of B_l sum to 1)
 //   Out = Σ_l w_l A_lᵀ (B_l V),   w = softmax(−tau·D)
-// Entries are dropped only where exp underflows to exactly 0 in the tensor's precision, so results equal
-// the dense graph up to rounding (tests/core/model/torch_normalisers_test.cpp compares values and gradients).
+// The backward pass is written out by hand and recomputes the slices. Values and gradients equal the dense
+// graph's up to rounding (tests/core/model/torch_normalisers_test.cpp).
 #include <torch/torch.h>
 
 namespace tl {
