@@ -9,6 +9,8 @@
 //   esp      : SoftSort plans while the module is training (sort_temp), the spec's `sort` in eval mode
 //              (hard by default). Hard plans come from the core's slices (ops/esp_slice.h), so ties, slicers
 //              and rank couplings are the core's; gradients reach Q, K through the slice weights and V.
+//              Without the attention matrix (training), soft p = 2 self-attention runs through
+//              model/esp_soft_output.h, which never forms the [B, H, L, n, n] plans.
 //   lot      : learned pivots per head, parameters `pivots` [H, r, d] and `mass_logits` [H, r]; two log-domain
 //              problems with budget T and the glued coupling applied in O(n r d) (spec/lot.md §3–§4).
 // This header includes LibTorch: only model/ sources include it (TOOLCHAIN.md header hygiene).
