@@ -158,11 +158,9 @@ class EspNormaliser : public TorchNormaliserImpl {
     const int64_t nq = q.size(2), nk = k.size(2);
     const bool soft = is_training() || p_.sort == SortMode::Soft;
     if (soft && !withAttention && nq == nk && p_.costExponent() == 2) {
-      // Training's path: the banded SoftSort output, equal to the dense graph below without its n×n tensors.
-      const torch::Tensor theta = directions(q);
+      // Training's path: the fused SoftSort output, equal to the dense graph below without its [L, n, n] plans.
       TorchAttention out;
-      out.output = espSoftOutput(torch::matmul(qs, theta.t()).transpose(-2, -1),
-                                 torch::matmul(ks, theta.t()).transpose(-2, -1), qs, ks, v, p_.sortTemp, p_.tau);
+      out.output = espSoftOutput(sliceValues(qs), sliceValues(ks), qs, ks, v, p_.sortTemp, p_.tau);
       return out;
     }
     // n_q·U_l flattened to [B, H, L, n_q·n_k], so the sums over (i, j) below are batched matrix products
@@ -190,6 +188,11 @@ class EspNormaliser : public TorchNormaliserImpl {
         .to(like.scalar_type());
   }
 
+  // Projections onto the slice directions, [B, H, n, d] → [B, H, L, n]: what SoftSort sorts.
+  torch::Tensor sliceValues(const torch::Tensor& x) const {
+    return torch::matmul(x, directions(x).t()).transpose(-2, -1);
+  }
+
   torch::Tensor hardPlans(const torch::Tensor& q, const torch::Tensor& k) const {
     torch::NoGradGuard noGrad;
     const torch::Tensor qd = q.detach(), kd = k.detach();
@@ -200,9 +203,8 @@ class EspNormaliser : public TorchNormaliserImpl {
 
   // n_q·U_l = n_q·R^Qᵀ Λ R^K with SoftSort matrices (§4.2), [B, H, L, n_q, n_k].
   torch::Tensor softPlans(const torch::Tensor& q, const torch::Tensor& k) const {
-    const torch::Tensor theta = directions(q);
-    const torch::Tensor rq = softSort(torch::matmul(q, theta.t()).transpose(-2, -1), p_.sortTemp);
-    const torch::Tensor rk = softSort(torch::matmul(k, theta.t()).transpose(-2, -1), p_.sortTemp);
+    const torch::Tensor rq = softSort(sliceValues(q), p_.sortTemp);
+    const torch::Tensor rk = softSort(sliceValues(k), p_.sortTemp);
     // Both rank couplings are exactly I/n when n_q = n_k (rank r meets rank r): skip the n×n product.
     if (q.size(2) == k.size(2)) return torch::matmul(rq.transpose(-2, -1), rk);
     const int64_t nq = q.size(2);
