@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
-#include <numeric>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -23,65 +26,186 @@ using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMaj
 template <class T>
 using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 
-// One SoftSort matrix P (spec/esp.md §4.1: squared distance, ascending anchors; row r = rank r) with its
-// columns in sorted order too: P[r, c] is the weight of token order[c]. Token-indexed rows are gathered
-// into that order, so every product below is a dense n×n by n×m block that stays in cache.
+// SoftSort entries whose logit −(s_c − s_r)²/t is below −logitFloor<T>() are left out of the band. Each
+// row's largest entry is exp(0) = 1 before normalisation, so what is left out is below n·e^−floor of the
+// row's mass: under T's rounding (epsilon) for any n up to 10^6. That is e^−30 in float32, e^−50 in float64.
 template <class T>
-struct SoftSortMatrix {
-  using Array = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  std::vector<int> order;  // sorted position → token
-  Vector<T> sorted;        // values[order[c]], ascending
-  RowMatrix<T> P;
+T logitFloor() {
+  return std::log(T(1e6) / std::numeric_limits<T>::epsilon());
+}
 
+// Runs f(std::integral_constant<int, W>) with W = cols for the usual head widths, so that the per-entry row
+// operations below compile to a few vector registers; other widths run with W = Eigen::Dynamic. Per entry
+// there are only 16–32 floats of work, and dynamic-size rows made the whole training step twice as slow.
+template <class F>
+decltype(auto) withRowWidth(Eigen::Index cols, F&& f) {
+  switch (cols) {
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    default: return f(std::integral_constant<int, Eigen::Dynamic>{});
+  }
+}
+
+// Row `i` of a row-major matrix (or of a block of its columns) as a 1×W row vector.
+template <int W, class Derived>
+auto rowOf(const Eigen::MatrixBase<Derived>& m, Eigen::Index i) {
+  using Row = const Eigen::Matrix<typename Derived::Scalar, 1, W>;
+  return Eigen::Map<Row>(m.derived().data() + i * m.derived().outerStride(), m.cols());
+}
+template <int W, class T>
+Eigen::Map<Eigen::Matrix<T, 1, W>> rowOf(RowMatrix<T>& m, Eigen::Index i) {
+  return {m.data() + i * m.cols(), m.cols()};
+}
+
+// A token-indexed row-major array [n, cols]; gather puts several side by side, scatterAdd splits them.
+template <class T>
+struct ColumnBlock {
+  T* data;
+  int cols;
+};
+
+// One SoftSort matrix P (spec/esp.md §4.1: squared distance, ascending anchors; row r = rank r) with its
+// columns in sorted order too: P[r, c] is the weight of token order[c]. In that order row r is a band
+// [lo_r, lo_r + len_r) around c = r (the logits fall off monotonically away from the anchor), and both band
+// ends only move right as r grows. Only the band is stored and multiplied: O(n·band) instead of O(n²).
+template <class T>
+class BandedSoftSort {
+ public:
   void build(const T* values, int n, T temp) {
-    order.resize(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values[a] < values[b]; });
-    sorted.resize(n);
-    for (int c = 0; c < n; ++c) sorted[c] = values[order[c]];
-    // logit[r, c] = −(s_r − s_c)²/t falls off monotonically away from c = r in sorted order, and exp
-    // underflows to exactly 0 in T beyond `underflow` (spec §4.1): row r is a band [lo, hi] around r, and
-    // only the band goes through exp (whose underflowing inputs would take the slow denormal path).
-    // The largest logit of each row is exactly 0 (the anchor is one of the entries): no max-shift needed.
-    const T underflow = std::log(std::numeric_limits<T>::denorm_min());
-    auto logit = [&](int r, int c) { return (sorted[c] - sorted[r]) * (sorted[c] - sorted[r]) / -temp; };
-    P.setZero(n, n);
+    // (value, token) pairs sort in the stable order: ties by token index.
+    byValue_.resize(n);
+    for (int i = 0; i < n; ++i) byValue_[i] = {values[i], i};
+    std::sort(byValue_.begin(), byValue_.end());
+    order_.resize(n);
+    sorted_.resize(n);
+    for (int c = 0; c < n; ++c) std::tie(sorted_[c], order_[c]) = byValue_[c];
+    temp_ = temp;
+    const T reach = std::sqrt(logitFloor<T>() * temp);  // |s_c − s_r| <= reach  <=>  logit >= −floor
+    lo_.resize(n);
+    start_.resize(n + 1);
+    start_[0] = 0;
+    int lo = 0, hi = 0;
     for (int r = 0; r < n; ++r) {
-      int lo = r, hi = r;
-      while (lo > 0 && logit(r, lo - 1) >= underflow) --lo;
-      while (hi + 1 < n && logit(r, hi + 1) >= underflow) ++hi;
-      auto band = P.row(r).segment(lo, hi - lo + 1).array();
-      band = ((sorted.segment(lo, hi - lo + 1).array() - sorted[r]).square() / -temp).exp().transpose();
-      band /= band.sum();
+      while (sorted_[r] - sorted_[lo] > reach) ++lo;
+      hi = std::max(hi, r);
+      while (hi + 1 < n && sorted_[hi + 1] - sorted_[r] <= reach) ++hi;
+      lo_[r] = lo;
+      start_[r + 1] = start_[r] + hi - lo + 1;
+    }
+    weight_.resize(start_[n]);
+    for (int r = 0; r < n; ++r)
+      for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c)
+        weight_[i] = (sorted_[c] - sorted_[r]) * (sorted_[c] - sorted_[r]) / -temp;
+    // One vectorised exp over every band. The anchor's logit is exactly 0: no max-shift is needed.
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> all(weight_.data(), start_[n]);
+    all = all.exp();
+    for (int r = 0; r < n; ++r) {
+      auto row = all.segment(start_[r], start_[r + 1] - start_[r]);
+      row /= row.sum();
     }
   }
 
-  int size() const { return int(order.size()); }
+  int size() const { return int(order_.size()); }
 
-  // Token-indexed rows [n, cols] in sorted order.
-  RowMatrix<T> gather(const T* rows, int cols) const {
-    RowMatrix<T> out(size(), cols);
-    for (int c = 0; c < size(); ++c) out.row(c) = Eigen::Map<const RowMatrix<T>>(rows + size_t(order[c]) * cols, 1, cols);
-    return out;
+  // y = P x for x [n, cols] in sorted order.
+  template <class Derived>
+  void multiply(const Eigen::MatrixBase<Derived>& x, RowMatrix<T>& y) const {
+    y.resize(size(), x.cols());
+    withRowWidth(x.cols(), [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      for (int r = 0; r < size(); ++r) {
+        Eigen::Matrix<T, 1, W> sum = Eigen::Matrix<T, 1, W>::Zero(x.cols());
+        for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c) sum.noalias() += weight_[i] * rowOf<W>(x, c);
+        rowOf<W>(y, r) = sum;
+      }
+    });
   }
-  // grad[order[c]] += sortedGrad[c]: the adjoint of gather.
-  void scatterAdd(const RowMatrix<T>& sortedGrad, T* grad) const {
-    const int cols = int(sortedGrad.cols());
-    for (int c = 0; c < size(); ++c)
-      Eigen::Map<RowMatrix<T>>(grad + size_t(order[c]) * cols, 1, cols) += sortedGrad.row(c);
+  // x += Pᵀ y.
+  template <class Derived>
+  void multiplyTransposedAdd(const Eigen::MatrixBase<Derived>& y, RowMatrix<T>& x) const {
+    withRowWidth(x.cols(), [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      for (int r = 0; r < size(); ++r) {
+        const Eigen::Matrix<T, 1, W> yr = rowOf<W>(y, r);
+        for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c) rowOf<W>(x, c).noalias() += weight_[i] * yr;
+      }
+    });
+  }
+  Vector<T> columnSums() const {
+    Vector<T> sums = Vector<T>::Zero(size());
+    for (int r = 0; r < size(); ++r)
+      for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c) sums[c] += weight_[i];
+    return sums;
   }
 
-  // SoftSort backward given dL/dP (spec §4.1: both the anchors s_r and the entries s_c carry gradient), as
-  // the sorted-order gradient of the values [n, 1].
-  RowMatrix<T> backward(const RowMatrix<T>& gP, T temp) const {
-    const int n = size();
-    const Array gLogit =
-        P.array() * (gP.array().colwise() - (P.array() * gP.array()).rowwise().sum());
-    // d logit[r, c]/d s_c = 2 (s_r − s_c)/t = −d logit[r, c]/d s_r.
-    const auto slope = (sorted.rowwise().replicate(n) - sorted.transpose().colwise().replicate(n)).array() * (T(2) / temp);
-    const Array g = gLogit * slope;
-    return (g.colwise().sum().transpose() - g.rowwise().sum()).matrix();
+  // SoftSort backward (spec §4.1: both the anchors s_r and the entries s_c carry gradient) for
+  // dL/dP[r, c] = left[r]·right[c] + column[c], which is how every gradient reaching P factors; only the
+  // band's entries are formed. Returns the sorted-order gradient of the values.
+  template <class Derived>
+  Vector<T> backward(const Eigen::MatrixBase<Derived>& left, const RowMatrix<T>& right, const Vector<T>& column) const {
+    Vector<T> grad = Vector<T>::Zero(size());
+    thread_local std::vector<T> gradP;
+    withRowWidth(left.cols(), [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      for (int r = 0; r < size(); ++r) {
+        const Eigen::Matrix<T, 1, W> lr = rowOf<W>(left, r);
+        gradP.resize(size_t(start_[r + 1] - start_[r]));
+        T rowDot = 0;  // Σ_c P[r, c]·dL/dP[r, c], the softmax's own backward
+        for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c) {
+          const T g = lr.dot(rowOf<W>(right, c)) + column[c];
+          gradP[i - start_[r]] = g;
+          rowDot += weight_[i] * g;
+        }
+        for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c) {
+          // d logit[r, c]/d s_c = 2 (s_r − s_c)/t = −d logit[r, c]/d s_r.
+          const T g = weight_[i] * (gradP[i - start_[r]] - rowDot) * T(2) * (sorted_[r] - sorted_[c]) / temp_;
+          grad[c] += g;
+          grad[r] -= g;
+        }
+      }
+    });
+    return grad;
   }
+
+  // Token-indexed rows in sorted order, the blocks' columns side by side: [n, Σ cols].
+  void gather(std::initializer_list<ColumnBlock<const T>> blocks, RowMatrix<T>& out) const {
+    int cols = 0;
+    for (const auto& block : blocks) cols += block.cols;
+    out.resize(size(), cols);
+    for (int c = 0; c < size(); ++c) {
+      T* to = out.data() + size_t(c) * cols;
+      for (const auto& block : blocks)
+        to = std::copy_n(block.data + size_t(order_[c]) * block.cols, block.cols, to);
+    }
+  }
+  // The adjoint of gather: each block's rows order[c] += its columns of sortedGrad[c].
+  void scatterAdd(const RowMatrix<T>& sortedGrad, std::initializer_list<ColumnBlock<T>> blocks) const {
+    int first = 0;
+    for (const auto& block : blocks) {
+      withRowWidth(block.cols, [&](auto width) {
+        constexpr int W = decltype(width)::value;
+        for (int c = 0; c < size(); ++c)
+          Eigen::Map<Eigen::Matrix<T, 1, W>>(block.data + size_t(order_[c]) * block.cols, block.cols) +=
+              rowOf<W>(sortedGrad.middleCols(first, block.cols), c);
+      });
+      first += block.cols;
+    }
+  }
+  void scatterAdd(const Vector<T>& sortedGrad, T* grad) const {
+    for (int c = 0; c < size(); ++c) grad[order_[c]] += sortedGrad[c];
+  }
+
+ private:
+  std::vector<std::pair<T, int>> byValue_;
+  std::vector<int> order_;  // sorted position → token
+  std::vector<T> sorted_;   // values[order[c]], ascending
+  std::vector<int> lo_;     // first column of row r's band
+  std::vector<int> start_;  // row r's entries are weight_[start_[r] .. start_[r + 1])
+  std::vector<T> weight_;
+  T temp_ = 1;
 };
 
 // One (batch, head): raw pointers into contiguous tensors.
@@ -93,10 +217,11 @@ struct Head {
 
 template <class T>
 struct Slice {
-  SoftSortMatrix<T> a, b;  // A_l (queries), B_l (keys)
-  RowMatrix<T> qa, ka, vb;  // Q in A's sorted order; K, V in B's
-  RowMatrix<T> q2a, k2b;   // squared norms [n, 1], same orders
-  RowMatrix<T> aq, bk, bv;  // A_l Q, B_l K [n, m]; B_l V [n, dv]
+  BandedSoftSort<T> a, b;  // A_l (queries), B_l (keys)
+  RowMatrix<T> qa, kva;    // Q in A's sorted order [n, m]; [K V] in B's [n, m + dv]
+  Vector<T> q2a, k2b;      // squared norms, same orders
+  Vector<T> colA, colB;    // column sums of A_l, B_l
+  RowMatrix<T> aq, bkv;    // A_l Q [n, m]; B_l [K V] = [B_l K, Y_l = B_l V] [n, m + dv]
   T cost = 0;              // D_l = <C, U_l>
 };
 
@@ -109,15 +234,16 @@ Vector<T> evaluateSlices(const Head<T>& h, T temp, T tau, std::vector<Slice<T>>&
     Slice<T>& s = slices[l];
     s.a.build(h.sq + size_t(l) * h.n, h.n, temp);
     s.b.build(h.sk + size_t(l) * h.n, h.n, temp);
-    s.qa = s.a.gather(h.q, h.m);
-    s.ka = s.b.gather(h.k, h.m);
-    s.vb = s.b.gather(h.v, h.dv);
+    s.a.gather({{h.q, h.m}}, s.qa);
+    s.b.gather({{h.k, h.m}, {h.v, h.dv}}, s.kva);
     s.q2a = s.qa.rowwise().squaredNorm();
-    s.k2b = s.ka.rowwise().squaredNorm();
-    s.aq.noalias() = s.a.P * s.qa;
-    s.bk.noalias() = s.b.P * s.ka;
-    s.bv.noalias() = s.b.P * s.vb;
-    s.cost = ((s.a.P * s.q2a).sum() + (s.b.P * s.k2b).sum() - 2 * s.aq.cwiseProduct(s.bk).sum()) / T(h.n);
+    s.k2b = s.kva.leftCols(h.m).rowwise().squaredNorm();
+    s.colA = s.a.columnSums();
+    s.colB = s.b.columnSums();
+    s.a.multiply(s.qa, s.aq);
+    s.b.multiply(s.kva, s.bkv);
+    // Σ_r (A q²)_r = Σ_c colsum(A)_c q²_c.
+    s.cost = (s.colA.dot(s.q2a) + s.colB.dot(s.k2b) - 2 * s.aq.cwiseProduct(s.bkv.leftCols(h.m)).sum()) / T(h.n);
     logits[l] = -tau * s.cost;
   }
   const Vector<T> w = (logits.array() - logits.maxCoeff()).exp().matrix();
@@ -127,47 +253,60 @@ Vector<T> evaluateSlices(const Head<T>& h, T temp, T tau, std::vector<Slice<T>>&
 template <class T>
 void forwardHead(const Head<T>& h, T temp, T tau, T* out) {
   thread_local std::vector<Slice<T>> slices;
+  thread_local RowMatrix<T> y, sortedOut;
   const Vector<T> w = evaluateSlices(h, temp, tau, slices);
   Eigen::Map<RowMatrix<T>>(out, h.n, h.dv).setZero();
-  for (int l = 0; l < h.L; ++l) slices[l].a.scatterAdd(w[l] * (slices[l].a.P.transpose() * slices[l].bv), out);
+  for (int l = 0; l < h.L; ++l) {
+    y = w[l] * slices[l].bkv.rightCols(h.dv);
+    sortedOut.setZero(h.n, h.dv);
+    slices[l].a.multiplyTransposedAdd(y, sortedOut);
+    slices[l].a.scatterAdd(sortedOut, {{out, h.dv}});
+  }
 }
 
 // Reverse mode of forwardHead, recomputing the slices (cheaper than keeping them between the passes).
 template <class T>
 void backwardHead(const Head<T>& h, T temp, T tau, const T* gOut, T* gsq, T* gsk, T* gq, T* gk, T* gv) {
   thread_local std::vector<Slice<T>> slices;
+  thread_local std::vector<RowMatrix<T>> gOutA, aGrad;
   const Vector<T> w = evaluateSlices(h, temp, tau, slices);
-  const int n = h.n;
-  // dL/dw_l = <gOut, A_lᵀ Y_l> = <A_l gOut, Y_l> with Y_l = B_l V.
-  std::vector<RowMatrix<T>> gOutA(h.L), aGrad(h.L);
+  const int n = h.n, m = h.m, dv = h.dv;
+  // dL/dw_l = <gOut, A_lᵀ Y_l> = <A_l gOut, Y_l>.
+  gOutA.resize(h.L);
+  aGrad.resize(h.L);
   Vector<T> gw(h.L);
   for (int l = 0; l < h.L; ++l) {
-    gOutA[l] = slices[l].a.gather(gOut, h.dv);
-    aGrad[l].noalias() = slices[l].a.P * gOutA[l];
-    gw[l] = aGrad[l].cwiseProduct(slices[l].bv).sum();
+    slices[l].a.gather({{gOut, dv}}, gOutA[l]);
+    slices[l].a.multiply(gOutA[l], aGrad[l]);
+    gw[l] = aGrad[l].cwiseProduct(slices[l].bkv.rightCols(dv)).sum();
   }
   const T mean = w.dot(gw);
-  const RowMatrix<T> ones = RowMatrix<T>::Ones(n, 1);
+  thread_local RowMatrix<T> right, ag, toKeys, toQueries;
   for (int l = 0; l < h.L; ++l) {
     const Slice<T>& s = slices[l];
     const T gCost = -tau * w[l] * (gw[l] - mean) / T(n);  // dL/dD_l (softmax backward), with D's 1/n
-    const RowMatrix<T> gy = w[l] * aGrad[l];              // dL/dY_l
-    // A_l: through the output (w_l Y_l[r]·gOut[c]) and the cost (q²_c − 2 (B_l K)_r·q_c).
-    RowMatrix<T> gA = w[l] * s.bv * gOutA[l].transpose() + gCost * (ones * s.q2a.transpose());
-    gA.noalias() -= (2 * gCost) * s.bk * s.qa.transpose();
-    // B_l: through Y_l = B_l V and the cost (k²_c − 2 (A_l Q)_r·k_c).
-    RowMatrix<T> gB = gy * s.vb.transpose() + gCost * (ones * s.k2b.transpose());
-    gB.noalias() -= (2 * gCost) * s.aq * s.ka.transpose();
-    // C's own dependence on q_c and k_c: 2·Σ_r P[r, c]·(q_c − (B_l K)_r), likewise for the keys.
-    RowMatrix<T> gqa = s.a.P.colwise().sum().transpose().asDiagonal() * s.qa;
-    gqa.noalias() -= s.a.P.transpose() * s.bk;
-    RowMatrix<T> gka = s.b.P.colwise().sum().transpose().asDiagonal() * s.ka;
-    gka.noalias() -= s.b.P.transpose() * s.aq;
-    s.a.scatterAdd((2 * gCost) * gqa, gq);
-    s.b.scatterAdd((2 * gCost) * gka, gk);
-    s.b.scatterAdd(s.b.P.transpose() * gy, gv);
-    s.a.scatterAdd(s.a.backward(gA, temp), gsq + size_t(l) * n);
-    s.b.scatterAdd(s.b.backward(gB, temp), gsk + size_t(l) * n);
+    // dL/dA_l[r, c] through the cost, q²_c − 2 (B_l K)_r·q_c, and the output, w_l Y_l[r]·gOut[c]: that is
+    // [B_l K, Y_l][r]·[−2 gCost Q, w_l gOut][c] + gCost q²_c.
+    right.resize(n, m + dv);
+    right << (-2 * gCost) * s.qa, w[l] * gOutA[l];
+    s.a.scatterAdd(s.a.backward(s.bkv, right, gCost * s.q2a), gsq + size_t(l) * n);
+    // dL/dB_l[r, c] through the cost, k²_c − 2 (A_l Q)_r·k_c, and Y_l = B_l V with dL/dY_l = w_l A_l gOut:
+    // [A_l Q, dL/dY_l][r]·[−2 gCost K, V][c] + gCost k²_c.
+    ag.resize(n, m + dv);
+    ag << s.aq, w[l] * aGrad[l];
+    right = s.kva;
+    right.leftCols(m) *= -2 * gCost;
+    s.b.scatterAdd(s.b.backward(ag, right, gCost * s.k2b), gsk + size_t(l) * n);
+    // The cost's own dependence on q_c and k_c, 2·Σ_r P[r, c]·(q_c − (B_l K)_r) and likewise for the keys,
+    // and V's gradient B_lᵀ dL/dY_l: B_lᵀ [A_l Q, dL/dY_l] serves both.
+    toKeys.setZero(n, m + dv);
+    s.b.multiplyTransposedAdd(ag, toKeys);
+    toKeys.leftCols(m) = (2 * gCost) * (s.colB.asDiagonal() * s.kva.leftCols(m) - toKeys.leftCols(m));
+    s.b.scatterAdd(toKeys, {{gk, m}, {gv, dv}});
+    toQueries.setZero(n, m);
+    s.a.multiplyTransposedAdd(s.bkv.leftCols(m), toQueries);
+    toQueries = (2 * gCost) * (s.colA.asDiagonal() * s.qa - toQueries);
+    s.a.scatterAdd(toQueries, {{gq, m}});
   }
 }
 

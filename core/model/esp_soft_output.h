@@ -4,7 +4,9 @@
 //
 // Why: the dense LibTorch graph over [B, H, L, n, n] made a dozen passes through memory per step and ran its
 // products as batched small matrix multiplications, and that dominated ESP training. Here each (batch, head)
-// works slice by slice on n×n blocks that stay in cache, with SoftSort columns in sorted order, and for p = 2
+// works slice by slice with SoftSort columns in sorted order, where every row of A_l and B_l is a narrow band
+// around its anchor (entries beyond it are below the type's rounding), so each product costs O(n·band) and
+// no n×n block is formed. For p = 2
 //   D_l = <C, U_l> = (1/n)·Σ_r [ (A_l q²)_r + (B_l k²)_r − 2 (A_l Q)_r·(B_l K)_r ]   (rows of B_l sum to 1)
 //   Out = Σ_l w_l A_lᵀ (B_l V),   w = softmax(−tau·D)
 // The backward pass is written out by hand and recomputes the slices. Values and gradients equal the dense
