@@ -12,6 +12,7 @@ add_executable(tlens
   cli/text_table.cpp
   cli/render_command.cpp
   cli/bench_command.cpp
+  cli/bench_common.cpp
   cli/reference_bench.cpp
   cli/train_command.cpp
   cli/train_progress.cpp
@@ -19,7 +20,8 @@ add_executable(tlens
 # Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
 # `tlens train` checks its flags in every build and trains only when TL_WITH_TORCH is defined.
 if(TL_TORCH)
-  target_sources(tlens PRIVATE cli/model_options.cpp cli/extract_command.cpp cli/eval_command.cpp)
+  target_sources(tlens PRIVATE cli/model_options.cpp cli/extract_command.cpp cli/eval_command.cpp
+                               cli/training_bench.cpp)
   target_link_libraries(tlens PRIVATE tl_model)
   target_compile_definitions(tlens PRIVATE TL_WITH_TORCH=1)
 else()

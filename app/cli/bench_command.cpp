@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include <Eigen/Core>
 
 #include "arguments.h"
+#include "bench_common.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "data/random.h"
@@ -21,6 +21,7 @@
 #include "ops/registry.h"
 #include "reference_bench.h"
 #include "session/session.h"
+#include "training_bench.h"
 
 namespace tl::cli {
 namespace {
@@ -34,6 +35,10 @@ CommandLine benchCommandLine() {
        {"repeats", "R", "timed runs per operator and n; the median is reported (default 7)"},
        {"precision", "f64|f32", "computation precision (default f64)"},
        {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
+       {"training", "", "time one training step (forward + backward, float32) of each LibTorch normaliser, "
+                        "next to its dense graph (default --d 16)"},
+       {"batch", "B", "--training: sequences per step (default 128)"},
+       {"heads", "H", "--training: heads per sequence (default 4)"},
        {"json", "FILE", "also write every timing as JSON to FILE"}});
 }
 
@@ -51,12 +56,6 @@ AttentionInput<T> gaussianHead(int n, int d, uint64_t seed) {
   input.K = draw();
   input.V = draw();
   return input;
-}
-
-double median(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  const size_t m = xs.size() / 2;
-  return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
 }
 
 // File parameters the bench makes itself (deterministic, seed = position of the --op), written as .npy into
@@ -123,15 +122,6 @@ struct TemporaryFolder {
   }
 };
 
-// The CPU model as /proc/cpuinfo names it ("unknown" elsewhere), for the machine record of the JSON.
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 struct BenchRow {
   std::string op;        // as given on the command line
   std::string resolved;  // defaults filled and generated file paths added: what both sides ran
@@ -196,6 +186,9 @@ int benchCommand(const Args& args) {
     std::cout << cl.usage() << "\n" << operatorsHelp();
     return 0;
   }
+  if (cl.has("training")) return trainingBench(cl);
+  for (const char* option : {"batch", "heads"})
+    if (cl.has(option)) throw InvalidArgument(std::string("bench: --") + option + " belongs to --training");
   ReferenceBenchRequest request;
   const std::vector<std::string> labels = cl.all("op");
   if (labels.empty()) throw InvalidArgument("'bench' needs at least one --op (see 'tlens bench --help')");

@@ -2,6 +2,7 @@
 // missing command.
 #include "commands.h"
 #include "common/errors.h"
+#include "training_bench.h"
 
 namespace tl::cli {
 namespace {
@@ -13,5 +14,6 @@ namespace {
 
 int extractCommand(const Args&) { unavailable("extract"); }
 int evalCommand(const Args&) { unavailable("eval"); }
+int trainingBench(const CommandLine&) { unavailable("bench --training"); }
 
 }  // namespace tl::cli

@@ -10,7 +10,8 @@
 //   D_l = <C, U_l> = (1/n)·Σ_r [ (A_l q²)_r + (B_l k²)_r − 2 (A_l Q)_r·(B_l K)_r ]   (rows of B_l sum to 1)
 //   Out = Σ_l w_l A_lᵀ (B_l V),   w = softmax(−tau·D)
 // The backward pass is written out by hand and recomputes the slices. Values and gradients equal the dense
-// graph's up to rounding (tests/core/model/torch_normalisers_test.cpp).
+// graph's up to rounding (tests/core/model/torch_normalisers_test.cpp); `tlens bench --training --op esp`
+// times both in one run.
 #include <torch/torch.h>
 
 namespace tl {

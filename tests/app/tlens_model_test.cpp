@@ -2,7 +2,8 @@
 // by scripts/reference/make_vit_fixtures.py) and a generated stand-in for Fashion-MNIST: the files extract
 // writes are what its index names and reproduce `tlens plan`; eval's plug-and-play numbers behave as they
 // must (swapping a model's own normaliser back in changes nothing; another one moves only the layers from
-// the swap on); bad input gives the documented exit codes. Without LibTorch both commands refuse (exit 1).
+// the swap on); bad input gives the documented exit codes; `tlens bench --training` reports what it timed.
+// Without LibTorch these commands refuse (exit 1).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -106,11 +107,41 @@ TEST_F(TlensModel, BadInputGivesTheDocumentedExitCodes) {
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit, "--swap", "sinkorn"}), kUsage, {"sinkorn"}));
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit, "--layers", "1"}), kUsage, {"--swap"}));
 }
+
+// `tlens bench --training` times both paths of every normaliser and size it is given, in the JSON too.
+TEST_F(TlensModel, TrainingBenchTimesTheTrainingPathNextToTheDenseGraph) {
+  const std::string json = scratchDir("bench-training") + "/steps.json";
+  const CliRun run = tlens({"bench", "--training", "--op", "esp", "--op", "lot:r=2", "--n", "6,9", "--d", "4",
+                            "--batch", "2", "--heads", "3", "--repeats", "2", "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_EQ(report.at("batch").get<int>(), 2);
+  EXPECT_EQ(report.at("heads").get<int>(), 3);
+  EXPECT_EQ(report.at("d").get<int>(), 4);
+  const auto& results = report.at("results");
+  ASSERT_EQ(results.size(), 4u);
+  const std::vector<std::pair<std::string, int>> expected{{"esp", 6}, {"esp", 9}, {"lot:r=2", 6}, {"lot:r=2", 9}};
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].at("op").get<std::string>(), expected[i].first);
+    EXPECT_EQ(results[i].at("n").get<int>(), expected[i].second);
+    for (const char* path : {"training_path", "dense_graph"}) {
+      const auto seconds = results[i].at(std::string(path) + "_seconds").get<std::vector<double>>();
+      ASSERT_EQ(seconds.size(), 2u) << path;
+      for (double s : seconds) EXPECT_GT(s, 0.0) << path;
+    }
+  }
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--training", "--op", "asap", "--n", "8"}), kUsage, {"asap"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--training", "--lazy", "--op", "esp", "--n", "8"}), kUsage,
+                                    {"--lazy"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--op", "esp", "--n", "8", "--batch", "2"}), kUsage,
+                                    {"--batch", "--training"}));
+}
 #else
 TEST_F(TlensModel, WithoutLibTorchTheCommandsSaySo) {
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", kSoftmaxVit, "--dataset", "fashion-mnist", "--index", "0",
                                            "--out", scratchDir("x")}), kFailure, {"LibTorch"}));
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit}), kFailure, {"LibTorch"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--training", "--op", "esp", "--n", "8"}), kFailure, {"LibTorch"}));
 }
 #endif
 
