@@ -1,6 +1,7 @@
 #include "model/esp_soft_output.h"
 
 #include <ATen/Parallel.h>
+#include <torch/custom_class.h>
 
 #include <algorithm>
 #include <cmath>
@@ -76,12 +77,13 @@ class BandedSoftSort {
  public:
   void build(const T* values, int n, T temp) {
     // (value, token) pairs sort in the stable order: ties by token index.
-    byValue_.resize(n);
-    for (int i = 0; i < n; ++i) byValue_[i] = {values[i], i};
-    std::sort(byValue_.begin(), byValue_.end());
+    thread_local std::vector<std::pair<T, int>> byValue;
+    byValue.resize(n);
+    for (int i = 0; i < n; ++i) byValue[i] = {values[i], i};
+    std::sort(byValue.begin(), byValue.end());
     order_.resize(n);
     sorted_.resize(n);
-    for (int c = 0; c < n; ++c) std::tie(sorted_[c], order_[c]) = byValue_[c];
+    for (int c = 0; c < n; ++c) std::tie(sorted_[c], order_[c]) = byValue[c];
     temp_ = temp;
     const T reach = std::sqrt(logitFloor<T>() * temp);  // |s_c − s_r| <= reach  <=>  logit >= −floor
     lo_.resize(n);
@@ -100,10 +102,9 @@ class BandedSoftSort {
       for (int i = start_[r], c = lo_[r]; i < start_[r + 1]; ++i, ++c)
         weight_[i] = (sorted_[c] - sorted_[r]) * (sorted_[c] - sorted_[r]) / -temp;
     // One vectorised exp over every band. The anchor's logit is exactly 0: no max-shift is needed.
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> all(weight_.data(), start_[n]);
-    all = all.exp();
+    weight_ = weight_.exp();
     for (int r = 0; r < n; ++r) {
-      auto row = all.segment(start_[r], start_[r + 1] - start_[r]);
+      auto row = weight_.segment(start_[r], start_[r + 1] - start_[r]);
       row /= row.sum();
     }
   }
@@ -199,12 +200,13 @@ class BandedSoftSort {
   }
 
  private:
-  std::vector<std::pair<T, int>> byValue_;
   std::vector<int> order_;  // sorted position → token
   std::vector<T> sorted_;   // values[order[c]], ascending
   std::vector<int> lo_;     // first column of row r's band
   std::vector<int> start_;  // row r's entries are weight_[start_[r] .. start_[r + 1])
-  std::vector<T> weight_;
+  // Eigen's own aligned storage: its vectorised exp and sums treat unaligned leading entries with scalar
+  // code, which rounds differently, so over a plain heap buffer the results depended on its address.
+  Eigen::Array<T, Eigen::Dynamic, 1> weight_;
   T temp_ = 1;
 };
 
@@ -215,33 +217,61 @@ struct Head {
   int L, n, m, dv;
 };
 
+// The SoftSort matrices of one slice: A_l of the queries' projections, B_l of the keys'.
+template <class T>
+struct SlicePair {
+  BandedSoftSort<T> a, b;
+};
+
+// The SoftSort bands of every (batch, head) and slice, built by the forward pass and used again by the
+// backward pass instead of being rebuilt (building them was a third of a training step). The autograd
+// context holds them until the backward pass has run: about 60 MB per layer at B = 128, H = 4, L = 16.
+template <class T>
+struct SliceSorts : torch::CustomClassHolder {
+  std::vector<std::vector<SlicePair<T>>> heads;  // [B·H][L]
+};
+// An autograd context keeps objects only as IValues, and those need the class registered with TorchScript.
+const auto kRegisterFloatSorts = torch::class_<SliceSorts<float>>("transportlens", "EspSliceSortsFloat");
+const auto kRegisterDoubleSorts = torch::class_<SliceSorts<double>>("transportlens", "EspSliceSortsDouble");
+
+template <class T>
+void sortSlices(const Head<T>& h, T temp, std::vector<SlicePair<T>>& sorts) {
+  sorts.resize(h.L);
+  for (int l = 0; l < h.L; ++l) {
+    sorts[l].a.build(h.sq + size_t(l) * h.n, h.n, temp);
+    sorts[l].b.build(h.sk + size_t(l) * h.n, h.n, temp);
+  }
+}
+
+// One slice's products with its SoftSort matrices.
 template <class T>
 struct Slice {
-  BandedSoftSort<T> a, b;  // A_l (queries), B_l (keys)
-  RowMatrix<T> qa, kva;    // Q in A's sorted order [n, m]; [K V] in B's [n, m + dv]
-  Vector<T> q2a, k2b;      // squared norms, same orders
-  Vector<T> colA, colB;    // column sums of A_l, B_l
-  RowMatrix<T> aq, bkv;    // A_l Q [n, m]; B_l [K V] = [B_l K, Y_l = B_l V] [n, m + dv]
-  T cost = 0;              // D_l = <C, U_l>
+  const BandedSoftSort<T>* a;  // A_l
+  const BandedSoftSort<T>* b;  // B_l
+  RowMatrix<T> qa, kva;        // Q in A's sorted order [n, m]; [K V] in B's [n, m + dv]
+  Vector<T> q2a, k2b;          // squared norms, same orders
+  Vector<T> colA, colB;        // column sums of A_l, B_l
+  RowMatrix<T> aq, bkv;        // A_l Q [n, m]; B_l [K V] = [B_l K, Y_l = B_l V] [n, m + dv]
+  T cost = 0;                  // D_l = <C, U_l>
 };
 
 // Slice plans' factors and costs, and the slice weights w = softmax(−tau·D) (spec §3.2 steps 1–4).
 template <class T>
-Vector<T> evaluateSlices(const Head<T>& h, T temp, T tau, std::vector<Slice<T>>& slices) {
+Vector<T> evaluateSlices(const Head<T>& h, T tau, const std::vector<SlicePair<T>>& sorts, std::vector<Slice<T>>& slices) {
   slices.resize(h.L);
   Vector<T> logits(h.L);
   for (int l = 0; l < h.L; ++l) {
     Slice<T>& s = slices[l];
-    s.a.build(h.sq + size_t(l) * h.n, h.n, temp);
-    s.b.build(h.sk + size_t(l) * h.n, h.n, temp);
-    s.a.gather({{h.q, h.m}}, s.qa);
-    s.b.gather({{h.k, h.m}, {h.v, h.dv}}, s.kva);
+    s.a = &sorts[l].a;
+    s.b = &sorts[l].b;
+    s.a->gather({{h.q, h.m}}, s.qa);
+    s.b->gather({{h.k, h.m}, {h.v, h.dv}}, s.kva);
     s.q2a = s.qa.rowwise().squaredNorm();
     s.k2b = s.kva.leftCols(h.m).rowwise().squaredNorm();
-    s.colA = s.a.columnSums();
-    s.colB = s.b.columnSums();
-    s.a.multiply(s.qa, s.aq);
-    s.b.multiply(s.kva, s.bkv);
+    s.colA = s.a->columnSums();
+    s.colB = s.b->columnSums();
+    s.a->multiply(s.qa, s.aq);
+    s.b->multiply(s.kva, s.bkv);
     // Σ_r (A q²)_r = Σ_c colsum(A)_c q²_c.
     s.cost = (s.colA.dot(s.q2a) + s.colB.dot(s.k2b) - 2 * s.aq.cwiseProduct(s.bkv.leftCols(h.m)).sum()) / T(h.n);
     logits[l] = -tau * s.cost;
@@ -251,33 +281,35 @@ Vector<T> evaluateSlices(const Head<T>& h, T temp, T tau, std::vector<Slice<T>>&
 }
 
 template <class T>
-void forwardHead(const Head<T>& h, T temp, T tau, T* out) {
+void forwardHead(const Head<T>& h, T tau, const std::vector<SlicePair<T>>& sorts, T* out) {
   thread_local std::vector<Slice<T>> slices;
   thread_local RowMatrix<T> y, sortedOut;
-  const Vector<T> w = evaluateSlices(h, temp, tau, slices);
+  const Vector<T> w = evaluateSlices(h, tau, sorts, slices);
   Eigen::Map<RowMatrix<T>>(out, h.n, h.dv).setZero();
   for (int l = 0; l < h.L; ++l) {
     y = w[l] * slices[l].bkv.rightCols(h.dv);
     sortedOut.setZero(h.n, h.dv);
-    slices[l].a.multiplyTransposedAdd(y, sortedOut);
-    slices[l].a.scatterAdd(sortedOut, {{out, h.dv}});
+    slices[l].a->multiplyTransposedAdd(y, sortedOut);
+    slices[l].a->scatterAdd(sortedOut, {{out, h.dv}});
   }
 }
 
-// Reverse mode of forwardHead, recomputing the slices (cheaper than keeping them between the passes).
+// Reverse mode of forwardHead on the forward pass's SoftSort bands; the products are recomputed (cheaper
+// than keeping them between the passes).
 template <class T>
-void backwardHead(const Head<T>& h, T temp, T tau, const T* gOut, T* gsq, T* gsk, T* gq, T* gk, T* gv) {
+void backwardHead(const Head<T>& h, T tau, const std::vector<SlicePair<T>>& sorts, const T* gOut, T* gsq, T* gsk,
+                  T* gq, T* gk, T* gv) {
   thread_local std::vector<Slice<T>> slices;
   thread_local std::vector<RowMatrix<T>> gOutA, aGrad;
-  const Vector<T> w = evaluateSlices(h, temp, tau, slices);
+  const Vector<T> w = evaluateSlices(h, tau, sorts, slices);
   const int n = h.n, m = h.m, dv = h.dv;
   // dL/dw_l = <gOut, A_lᵀ Y_l> = <A_l gOut, Y_l>.
   gOutA.resize(h.L);
   aGrad.resize(h.L);
   Vector<T> gw(h.L);
   for (int l = 0; l < h.L; ++l) {
-    slices[l].a.gather({{gOut, dv}}, gOutA[l]);
-    slices[l].a.multiply(gOutA[l], aGrad[l]);
+    slices[l].a->gather({{gOut, dv}}, gOutA[l]);
+    slices[l].a->multiply(gOutA[l], aGrad[l]);
     gw[l] = aGrad[l].cwiseProduct(slices[l].bkv.rightCols(dv)).sum();
   }
   const T mean = w.dot(gw);
@@ -289,24 +321,24 @@ void backwardHead(const Head<T>& h, T temp, T tau, const T* gOut, T* gsq, T* gsk
     // [B_l K, Y_l][r]·[−2 gCost Q, w_l gOut][c] + gCost q²_c.
     right.resize(n, m + dv);
     right << (-2 * gCost) * s.qa, w[l] * gOutA[l];
-    s.a.scatterAdd(s.a.backward(s.bkv, right, gCost * s.q2a), gsq + size_t(l) * n);
+    s.a->scatterAdd(s.a->backward(s.bkv, right, gCost * s.q2a), gsq + size_t(l) * n);
     // dL/dB_l[r, c] through the cost, k²_c − 2 (A_l Q)_r·k_c, and Y_l = B_l V with dL/dY_l = w_l A_l gOut:
     // [A_l Q, dL/dY_l][r]·[−2 gCost K, V][c] + gCost k²_c.
     ag.resize(n, m + dv);
     ag << s.aq, w[l] * aGrad[l];
     right = s.kva;
     right.leftCols(m) *= -2 * gCost;
-    s.b.scatterAdd(s.b.backward(ag, right, gCost * s.k2b), gsk + size_t(l) * n);
+    s.b->scatterAdd(s.b->backward(ag, right, gCost * s.k2b), gsk + size_t(l) * n);
     // The cost's own dependence on q_c and k_c, 2·Σ_r P[r, c]·(q_c − (B_l K)_r) and likewise for the keys,
     // and V's gradient B_lᵀ dL/dY_l: B_lᵀ [A_l Q, dL/dY_l] serves both.
     toKeys.setZero(n, m + dv);
-    s.b.multiplyTransposedAdd(ag, toKeys);
+    s.b->multiplyTransposedAdd(ag, toKeys);
     toKeys.leftCols(m) = (2 * gCost) * (s.colB.asDiagonal() * s.kva.leftCols(m) - toKeys.leftCols(m));
-    s.b.scatterAdd(toKeys, {{gk, m}, {gv, dv}});
+    s.b->scatterAdd(toKeys, {{gk, m}, {gv, dv}});
     toQueries.setZero(n, m);
-    s.a.multiplyTransposedAdd(s.bkv.leftCols(m), toQueries);
+    s.a->multiplyTransposedAdd(s.bkv.leftCols(m), toQueries);
     toQueries = (2 * gCost) * (s.colA.asDiagonal() * s.qa - toQueries);
-    s.a.scatterAdd(toQueries, {{gq, m}});
+    s.a->scatterAdd(toQueries, {{gq, m}});
   }
 }
 
@@ -329,27 +361,30 @@ Head<T> headAt(const std::vector<torch::Tensor>& in, int64_t bh) {
 int64_t headCount(const torch::Tensor& t) { return t.size(0) * t.size(1); }
 
 template <class T>
-torch::Tensor forwardAll(const std::vector<torch::Tensor>& in, double temp, double tau) {
+torch::Tensor forwardAll(const std::vector<torch::Tensor>& in, double temp, double tau, SliceSorts<T>& sorts) {
   torch::Tensor out = torch::empty_like(in[4]);
   T* o = out.data_ptr<T>();
+  sorts.heads.resize(size_t(headCount(in[4])));
   at::parallel_for(0, headCount(in[4]), 1, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const Head<T> h = headAt<T>(in, bh);
-      forwardHead<T>(h, T(temp), T(tau), o + bh * h.n * h.dv);
+      sortSlices<T>(h, T(temp), sorts.heads[bh]);
+      forwardHead<T>(h, T(tau), sorts.heads[bh], o + bh * h.n * h.dv);
     }
   });
   return out;
 }
 
 template <class T>
-tensor_list backwardAll(const std::vector<torch::Tensor>& in, const torch::Tensor& gOut, double temp, double tau) {
+tensor_list backwardAll(const std::vector<torch::Tensor>& in, const torch::Tensor& gOut, double tau,
+                        const SliceSorts<T>& sorts) {
   tensor_list g;
   for (const torch::Tensor& t : in) g.push_back(torch::zeros_like(t));
   const T* go = gOut.data_ptr<T>();
   at::parallel_for(0, headCount(in[4]), 1, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const Head<T> h = headAt<T>(in, bh);
-      backwardHead<T>(h, T(temp), T(tau), go + bh * h.n * h.dv, g[0].data_ptr<T>() + bh * h.L * h.n,
+      backwardHead<T>(h, T(tau), sorts.heads[bh], go + bh * h.n * h.dv, g[0].data_ptr<T>() + bh * h.L * h.n,
                       g[1].data_ptr<T>() + bh * h.L * h.n, g[2].data_ptr<T>() + bh * h.n * h.m,
                       g[3].data_ptr<T>() + bh * h.n * h.m, g[4].data_ptr<T>() + bh * h.n * h.dv);
     }
@@ -363,21 +398,33 @@ class EspSoftOutputFunction : public torch::autograd::Function<EspSoftOutputFunc
                                const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double temp,
                                double tau) {
     ctx->save_for_backward({sq, sk, q, k, v});
-    ctx->saved_data["temp"] = temp;
     ctx->saved_data["tau"] = tau;
     const std::vector<torch::Tensor> in{sq, sk, q, k, v};
-    return sq.scalar_type() == torch::kFloat64 ? forwardAll<double>(in, temp, tau) : forwardAll<float>(in, temp, tau);
+    return sq.scalar_type() == torch::kFloat64 ? forwardTyped<double>(ctx, in, temp, tau)
+                                               : forwardTyped<float>(ctx, in, temp, tau);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list gradOutputs) {
     const std::vector<torch::Tensor> in = ctx->get_saved_variables();
     const torch::Tensor gOut = gradOutputs[0].contiguous();
-    const double temp = ctx->saved_data["temp"].toDouble(), tau = ctx->saved_data["tau"].toDouble();
-    tensor_list g = in[0].scalar_type() == torch::kFloat64 ? backwardAll<double>(in, gOut, temp, tau)
-                                                            : backwardAll<float>(in, gOut, temp, tau);
+    const double tau = ctx->saved_data["tau"].toDouble();
+    const c10::IValue& sorts = ctx->saved_data["sorts"];
+    tensor_list g = in[0].scalar_type() == torch::kFloat64
+                        ? backwardAll<double>(in, gOut, tau, *sorts.toCustomClass<SliceSorts<double>>())
+                        : backwardAll<float>(in, gOut, tau, *sorts.toCustomClass<SliceSorts<float>>());
     g.emplace_back();  // temp
     g.emplace_back();  // tau
     return g;
+  }
+
+ private:
+  template <class T>
+  static torch::Tensor forwardTyped(AutogradContext* ctx, const std::vector<torch::Tensor>& in, double temp,
+                                    double tau) {
+    auto sorts = c10::make_intrusive<SliceSorts<T>>();
+    torch::Tensor out = forwardAll<T>(in, temp, tau, *sorts);
+    ctx->saved_data["sorts"] = std::move(sorts);
+    return out;
   }
 };
 
