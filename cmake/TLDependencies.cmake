@@ -25,6 +25,10 @@ endif()
 
 if(TL_TORCH)
   find_package(Torch REQUIRED)
+  # Debian's LibTorch runs at::parallel_for on OpenMP, and that function is a header template whose
+  # `#pragma omp parallel` is compiled into the caller: without OpenMP a caller's loop runs on one thread
+  # whatever --threads says.
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
 endif()
 
 # TL_CUDA=AUTO turns CUDA on only when a CUDA compiler is present; CUDA stays optional at run time too.
