@@ -157,6 +157,12 @@ class EspNormaliser : public TorchNormaliserImpl {
     const torch::Tensor qs = (q * scale).contiguous(), ks = (k * scale).contiguous();
     const int64_t nq = q.size(2), nk = k.size(2);
     const bool soft = is_training() || p_.sort == SortMode::Soft;
+    if (!soft && !withAttention && !torch::GradMode::is_enabled()) {
+      // Inference (tlens eval): the core's hard fast path, O(L·n·(log n + d)) per head and nothing n×n.
+      TorchAttention out;
+      out.output = q.scalar_type() == torch::kFloat64 ? lazyHardOutput<double>(q, k, v) : lazyHardOutput<float>(q, k, v);
+      return out;
+    }
     if (soft && !withAttention && nq == nk && p_.costExponent() == 2) {
       // Training's path: the fused SoftSort output, equal to the dense graph below without its [L, n, n] plans.
       TorchAttention out;
@@ -191,6 +197,25 @@ class EspNormaliser : public TorchNormaliserImpl {
   // Projections onto the slice directions, [B, H, n, d] → [B, H, L, n]: what SoftSort sorts.
   torch::Tensor sliceValues(const torch::Tensor& x) const {
     return torch::matmul(x, directions(x).t()).transpose(-2, -1);
+  }
+
+  // O = A·V of the hard plans head by head through ops/esp.h's espLazyOutput, on the unscaled q and k (it
+  // applies compat itself). q, k, v of one floating type.
+  template <class T>
+  torch::Tensor lazyHardOutput(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) const {
+    if (q.scalar_type() != torch::kFloat32 && q.scalar_type() != torch::kFloat64)
+      throw InvalidArgument("esp: hard sorting needs float32 or float64 queries and keys");
+    const torch::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.to(q.scalar_type()).contiguous();
+    const int64_t heads = q.size(0) * q.size(1), nq = q.size(2), nk = k.size(2), d = q.size(3), dv = v.size(3);
+    torch::Tensor out = torch::empty({q.size(0), q.size(1), nq, dv}, q.options());
+    for (int64_t bh = 0; bh < heads; ++bh) {
+      AttentionInput<T> head;
+      head.Q = Eigen::Map<const Mat<T>>(qc.data_ptr<T>() + bh * nq * d, nq, d);
+      head.K = Eigen::Map<const Mat<T>>(kc.data_ptr<T>() + bh * nk * d, nk, d);
+      head.V = Eigen::Map<const Mat<T>>(vc.data_ptr<T>() + bh * nk * dv, nk, dv);
+      Eigen::Map<Mat<T>>(out.data_ptr<T>() + bh * nq * dv, nq, dv) = espLazyOutput<T>(head, p_);
+    }
+    return out;
   }
 
   torch::Tensor hardPlans(const torch::Tensor& q, const torch::Tensor& k) const {

@@ -120,6 +120,27 @@ TEST(TorchNormalisers, EspHardSharesTheCoreTieRules) {
   EXPECT_TRUE(sameAsRegistry<double>("esp:tau=0.5,ties=break", grid, 1e-10));
 }
 
+// Inference without the attention matrix (tlens eval) takes the core's lazy hard path; its output is the
+// dense hard plan's A·V, ties and compat included.
+TEST(TorchNormalisers, EspInferenceWithoutTheAttentionMatrixEqualsTheDenseHardOutput) {
+  Batch grid = randomBatch(torch::kFloat64, 20);
+  grid.q = torch::round(grid.q * 2) / 2;  // tied projections, split or broken as the spec says
+  grid.k = torch::round(grid.k * 2) / 2;
+  const Batch narrow = randomBatch(torch::kFloat32, 20);
+  for (const char* spec : {"esp", "esp:tau=1,p=1", "esp:tau=0.3,slicer=random,L=40,seed=3", "esp:tau=1,compat=reference-code",
+                           "esp:tau=0.5,ties=break"}) {
+    TorchNormaliser op = makeTorchNormaliser(OperatorRegistry::builtin().parse(spec), 3, 6);
+    op->eval();
+    torch::NoGradGuard noGrad;
+    for (const Batch* in : {static_cast<const Batch*>(&grid), &narrow}) {
+      const torch::Tensor lazy = op->forward(in->q, in->k, in->v, /*withAttention=*/false).output;
+      const torch::Tensor dense = op->forward(in->q, in->k, in->v, /*withAttention=*/true).output;
+      const double tol = in->q.scalar_type() == torch::kFloat64 ? 1e-10 : 1e-5;
+      EXPECT_LE((lazy - dense).abs().max().item<double>(), tol * std::max(1.0, dense.abs().max().item<double>())) << spec;
+    }
+  }
+}
+
 TEST(TorchNormalisers, EspSoftEqualsTheCoreSoftPlan) {
   const Batch wide = randomBatch(torch::kFloat64), narrow = randomBatch(torch::kFloat32);
   EXPECT_TRUE(sameAsRegistry<double>("esp:tau=0.5,sort=soft,sort_temp=0.1", wide, 1e-10));
