@@ -107,19 +107,26 @@ class SinkhornNormaliser : public TorchNormaliserImpl {
   SinkhornParams p_;
 };
 
+// Head bh (batch and head flattened) of a contiguous [B, H, n, c] tensor of scalar type T, as an n×c matrix.
+template <class T>
+Eigen::Map<const Mat<T>> headMatrix(const torch::Tensor& t, int64_t bh) {
+  const int64_t n = t.size(2), c = t.size(3);
+  return Eigen::Map<const Mat<T>>(t.data_ptr<T>() + bh * n * c, n, c);
+}
+
 // Slice plans in attention scale, n_q·U_l, of the hard slices, from the core's HardSlice (spec/esp.md
 // §2.2–§2.6): piecewise constant in Q and K, so a constant of the autograd graph. q, k: contiguous
 // [B, H, n, d] of scalar type T.
 template <class T>
 torch::Tensor hardSlicePlans(const torch::Tensor& q, const torch::Tensor& k, const MatD& directions,
                              const EspParams& p) {
-  const int64_t B = q.size(0), H = q.size(1), nq = q.size(2), nk = k.size(2), d = q.size(3);
+  const int64_t B = q.size(0), H = q.size(1), nq = q.size(2), nk = k.size(2);
   const Mat<T> theta = directions.cast<T>();
   const auto coupling = rankCoupling(int(nq), int(nk), p.rankCoupling);
   torch::Tensor U = torch::zeros({B, H, theta.rows(), nq, nk}, q.options());
   T* out = U.data_ptr<T>();
   for (int64_t bh = 0; bh < B * H; ++bh) {
-    const Eigen::Map<const Mat<T>> Q(q.data_ptr<T>() + bh * nq * d, nq, d), K(k.data_ptr<T>() + bh * nk * d, nk, d);
+    const Eigen::Map<const Mat<T>> Q = headMatrix<T>(q, bh), K = headMatrix<T>(k, bh);
     // The same projections as the core operator computes (ops/esp.cpp), so sort orders agree bit for bit.
     const Mat<T> projQ = Q * theta.transpose(), projK = K * theta.transpose();
     for (Eigen::Index l = 0; l < theta.rows(); ++l) {
@@ -152,10 +159,6 @@ class EspNormaliser : public TorchNormaliserImpl {
     if (q.size(-1) != directions_.cols())
       throw InvalidArgument("esp: head dimension " + std::to_string(q.size(-1)) + " does not fit the " +
                             std::to_string(directions_.cols()) + "-dimensional slice directions");
-    // compat=reference-code: q, k pre-scaled by d^{-1/2} (spec/esp.md §10.6).
-    const double scale = p_.compat == EspCompat::ReferenceCode ? 1.0 / std::sqrt(double(q.size(-1))) : 1.0;
-    const torch::Tensor qs = (q * scale).contiguous(), ks = (k * scale).contiguous();
-    const int64_t nq = q.size(2), nk = k.size(2);
     const bool soft = is_training() || p_.sort == SortMode::Soft;
     if (!soft && !withAttention && !torch::GradMode::is_enabled()) {
       // Inference (tlens eval): the core's hard fast path, O(L·n·(log n + d)) per head and nothing n×n.
@@ -163,6 +166,10 @@ class EspNormaliser : public TorchNormaliserImpl {
       out.output = q.scalar_type() == torch::kFloat64 ? lazyHardOutput<double>(q, k, v) : lazyHardOutput<float>(q, k, v);
       return out;
     }
+    // compat=reference-code: q, k pre-scaled by d^{-1/2} (spec/esp.md §10.6).
+    const double scale = p_.compat == EspCompat::ReferenceCode ? 1.0 / std::sqrt(double(q.size(-1))) : 1.0;
+    const torch::Tensor qs = (q * scale).contiguous(), ks = (k * scale).contiguous();
+    const int64_t nq = q.size(2), nk = k.size(2);
     if (soft && !withAttention && nq == nk && p_.costExponent() == 2) {
       // Training's path: the fused SoftSort output, equal to the dense graph below without its [L, n, n] plans.
       TorchAttention out;
@@ -206,13 +213,13 @@ class EspNormaliser : public TorchNormaliserImpl {
     if (q.scalar_type() != torch::kFloat32 && q.scalar_type() != torch::kFloat64)
       throw InvalidArgument("esp: hard sorting needs float32 or float64 queries and keys");
     const torch::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.to(q.scalar_type()).contiguous();
-    const int64_t heads = q.size(0) * q.size(1), nq = q.size(2), nk = k.size(2), d = q.size(3), dv = v.size(3);
+    const int64_t heads = q.size(0) * q.size(1), nq = q.size(2), dv = v.size(3);
     torch::Tensor out = torch::empty({q.size(0), q.size(1), nq, dv}, q.options());
     for (int64_t bh = 0; bh < heads; ++bh) {
       AttentionInput<T> head;
-      head.Q = Eigen::Map<const Mat<T>>(qc.data_ptr<T>() + bh * nq * d, nq, d);
-      head.K = Eigen::Map<const Mat<T>>(kc.data_ptr<T>() + bh * nk * d, nk, d);
-      head.V = Eigen::Map<const Mat<T>>(vc.data_ptr<T>() + bh * nk * dv, nk, dv);
+      head.Q = headMatrix<T>(qc, bh);
+      head.K = headMatrix<T>(kc, bh);
+      head.V = headMatrix<T>(vc, bh);
       Eigen::Map<Mat<T>>(out.data_ptr<T>() + bh * nq * dv, nq, dv) = espLazyOutput<T>(head, p_);
     }
     return out;
