@@ -1,6 +1,7 @@
 // Every bundled checkpoint (sample_checkpoints/<name>/) keeps what its model card promises: `tlens eval` on
-// all 10000 Fashion-MNIST test images reproduces the card's test accuracy to the card's two decimals, the
-// accuracy is at least 85 %, and the card's training command trained the normaliser config.json names.
+// all 10000 Fashion-MNIST test images reproduces the card's test accuracy (to its two decimals; hard-sorted
+// ESP within a stated band, see cardTolerance), the accuracy is at least 85 %, and the card's training
+// command trained the normaliser config.json names.
 // Needs the real test set (Debian's dataset-fashion-mnist, installed by scripts/setup); about a minute each.
 #include <gtest/gtest.h>
 
@@ -18,6 +19,20 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kCheckpoints = fs::path(TL_SOURCE_DIR) / "sample_checkpoints";
+// How far (in percentage points) `tlens eval` may land from the card. The continuous normalisers reproduce
+// their cards to the printed two decimals. Hard-sorted ESP is discontinuous in its inputs: float rounding
+// that differs between CPUs and builds (-march=native, LibTorch's per-CPU kernels) reorders near-tied
+// projections, and a few borderline predictions flip (computing D_l and A·V in another order flipped 3 of
+// 1000 here), so its card states a band of 0.5.
+double cardTolerance(const std::string& attention) {
+  const bool hardEsp = attention.rfind("esp", 0) == 0 && attention.find("sort=soft") == std::string::npos;
+  return hardEsp ? 0.5 : 0.005;
+}
+
+std::string configAttention(const fs::path& dir) {
+  const auto config = nlohmann::json::parse(readText((dir / "config.json").string()));
+  return config.at("transportlens").at("attention").get<std::string>();
+}
 
 std::vector<std::string> bundledCheckpoints() {
   std::vector<std::string> names;
@@ -48,8 +63,7 @@ class SampleCheckpoint : public ::testing::TestWithParam<std::string> {
 
 TEST_P(SampleCheckpoint, CardNamesTheTrainedNormaliser) {
   const std::string card = readText((dir() / "README.md").string());
-  const auto config = nlohmann::json::parse(readText((dir() / "config.json").string()));
-  const std::string attention = config.at("transportlens").at("attention").get<std::string>();
+  const std::string attention = configAttention(dir());
   EXPECT_EQ(cardTrainingFamily(card), attention.substr(0, attention.find(':')))
       << "the model card's tlens train command and config.json disagree on the normaliser";
 }
@@ -64,7 +78,7 @@ TEST_P(SampleCheckpoint, EvalReproducesTheCardsTestAccuracy) {
                                          "dataset-fashion-mnist, which scripts/setup installs)";
   const auto result = nlohmann::json::parse(readText(json));
   ASSERT_EQ(result.at("images").get<int>(), 10000);
-  EXPECT_EQ(std::round(result.at("accuracy").get<double>() * 1e4) / 100, promised);
+  EXPECT_NEAR(result.at("accuracy").get<double>() * 100, promised, cardTolerance(configAttention(dir())));
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, SampleCheckpoint, ::testing::ValuesIn(bundledCheckpoints()),
