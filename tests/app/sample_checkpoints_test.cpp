@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "cli_runner.h"
+#include "ops/registry.h"
 
 namespace tl::testing {
 namespace {
@@ -25,7 +26,8 @@ const fs::path kCheckpoints = fs::path(TL_SOURCE_DIR) / "sample_checkpoints";
 // projections, and a few borderline predictions flip (computing D_l and A·V in another order flipped 3 of
 // 1000 here), so its card states a band of 0.5.
 double cardTolerance(const std::string& attention) {
-  const bool hardEsp = attention.rfind("esp", 0) == 0 && attention.find("sort=soft") == std::string::npos;
+  const OperatorSpec spec = OperatorRegistry::builtin().parse(attention);
+  const bool hardEsp = spec.family == "esp" && getString(spec.params, "sort") == "hard";
   return hardEsp ? 0.5 : 0.005;
 }
 
