@@ -25,15 +25,15 @@ const fs::path kCheckpoints = fs::path(TL_SOURCE_DIR) / "sample_checkpoints";
 // that differs between CPUs and builds (-march=native, LibTorch's per-CPU kernels) reorders near-tied
 // projections, and a few borderline predictions flip (computing D_l and A·V in another order flipped 3 of
 // 1000 here), so its card states a band of 0.5.
-double cardTolerance(const std::string& attention) {
-  const OperatorSpec spec = OperatorRegistry::builtin().parse(attention);
-  const bool hardEsp = spec.family == "esp" && getString(spec.params, "sort") == "hard";
+double cardTolerance(const OperatorSpec& attention) {
+  const bool hardEsp = attention.family == "esp" && getString(attention.params, "sort") == "hard";
   return hardEsp ? 0.5 : 0.005;
 }
 
-std::string configAttention(const fs::path& dir) {
+// The checkpoint's own normaliser, as config.json's TransportLens block names it.
+OperatorSpec configAttention(const fs::path& dir) {
   const auto config = nlohmann::json::parse(readText((dir / "config.json").string()));
-  return config.at("transportlens").at("attention").get<std::string>();
+  return OperatorRegistry::builtin().parse(config.at("transportlens").at("attention").get<std::string>());
 }
 
 std::vector<std::string> bundledCheckpoints() {
@@ -65,8 +65,7 @@ class SampleCheckpoint : public ::testing::TestWithParam<std::string> {
 
 TEST_P(SampleCheckpoint, CardNamesTheTrainedNormaliser) {
   const std::string card = readText((dir() / "README.md").string());
-  const std::string attention = configAttention(dir());
-  EXPECT_EQ(cardTrainingFamily(card), attention.substr(0, attention.find(':')))
+  EXPECT_EQ(cardTrainingFamily(card), configAttention(dir()).family)
       << "the model card's tlens train command and config.json disagree on the normaliser";
 }
 
