@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "analysis/summary.h"
-#include "data/source.h"
 #include "ops/registry.h"
 #include "session/session.h"
+#include "session/source.h"
 
 namespace tl::cli {
 

@@ -1,6 +1,7 @@
 #include "commands.h"
-#include "data/source.h"
+#include "data/synthetic.h"
 #include "ops/registry.h"
+#include "session/source.h"
 
 namespace tl::cli {
 

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "arguments.h"
-#include "data/source.h"
 #include "session/session.h"
+#include "session/source.h"
 
 namespace tl::cli {
 

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "arguments.h"
-#include "model/model_image.h"
-#include "model/vit_checkpoint.h"
+#include "vit/model_image.h"
+#include "vit/vit_checkpoint.h"
 
 namespace tl::cli {
 

@@ -57,7 +57,7 @@ int planCommand(const Args& args) {
   info.source = sourceFrom(cl);
   const std::string outDir = cl.required("out");
 
-  const AttentionInput<double> input = loadSource(info.source);
+  const AttentionInput<double> input = loadSource(info.source).attention();
   info.nQueries = input.nQueries();
   info.nKeys = input.nKeys();
   info.headDim = input.headDim();

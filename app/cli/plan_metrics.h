@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/summary.h"
-#include "data/source.h"
 #include "ops/plan_result.h"
 #include "ops/registry.h"
 #include "session/session.h"
+#include "session/source.h"
 
 namespace tl::cli {
 

@@ -12,7 +12,7 @@
 #ifdef TL_WITH_GUI
 #include <QApplication>
 
-#include "widgets/figure_export.h"
+#include "widgets/shell/figure_export.h"
 #endif
 
 namespace tl::cli {

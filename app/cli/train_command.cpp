@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "common/errors.h"
 #include "io/atomic_file.h"
-#include "model/training_run.h"
+#include "model/training/training_run.h"
 #include "ops/registry.h"
 #include "train_progress.h"
 

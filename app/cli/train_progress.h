@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "model/training_run.h"
+#include "model/training/training_run.h"
 
 namespace tl::cli {
 

@@ -10,8 +10,8 @@
 #include "bench_common.h"
 #include "common/errors.h"
 #include "io/atomic_file.h"
-#include "model/normaliser_step_timing.h"
-#include "model/vit_training.h"
+#include "model/normalisers/normaliser_step_timing.h"
+#include "model/training/vit_training.h"
 
 namespace tl::cli {
 namespace {

@@ -15,9 +15,9 @@
 #include "common/errors.h"
 #include "cuda/backend.h"
 #include "io/atomic_file.h"
-#include "main_window.h"
-#include "operator_panel.h"
-#include "session_files.h"
+#include "widgets/panels/operator_panel.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/shell/session_files.h"
 
 namespace tl {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "common/errors.h"
 #include "latency_benchmark.h"
-#include "main_window.h"
-#include "session_files.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/shell/session_files.h"
 #ifdef TL_WITH_TORCH
 #include "model/vit_model_backend.h"
 #endif

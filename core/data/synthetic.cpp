@@ -126,4 +126,23 @@ AttentionInput<double> generateCloud(const ParamSet& p) {
   return in;
 }
 
+const std::vector<GeneratorInfo>& syntheticGenerators() {
+  static const std::vector<GeneratorInfo> generators = {
+      {"gaussian", "Gaussian tokens", "queries and keys from Gaussian clusters in d dimensions", gaussianSchema(), false,
+       generateGaussian},
+      {"cloud", "3-D point cloud", "queries and keys sampled from a 3-D shape, drawn in space by the 3-D view",
+       cloudSchema(), true, generateCloud},
+  };
+  return generators;
+}
+
+const GeneratorInfo& syntheticGenerator(const std::string& name) {
+  std::string known;
+  for (const auto& g : syntheticGenerators()) {
+    if (g.name == name) return g;
+    known += (known.empty() ? "" : ", ") + g.name;
+  }
+  throw InvalidArgument("unknown synthetic generator '" + name + "' (known: " + known + ")");
+}
+
 }  // namespace tl

@@ -1,5 +1,10 @@
 #pragma once
-// Seeded synthetic inputs (registered in syntheticGenerators(), data/source.h).
+// Seeded synthetic inputs, listed by name in syntheticGenerators() so sources, the CLI and the GUI enumerate one
+// table.
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "common/attention_input.h"
 #include "common/params.h"
 
@@ -16,5 +21,17 @@ ParamSchema gaussianSchema();
 // barycentric projection).
 AttentionInput<double> generateCloud(const ParamSet& params);
 ParamSchema cloudSchema();
+
+struct GeneratorInfo {
+  std::string name;   // "gaussian", "cloud"
+  std::string title;
+  std::string description;
+  ParamSchema schema;
+  bool pointCloud = false;
+  std::function<AttentionInput<double>(const ParamSet&)> generate;  // deterministic given params (seed)
+};
+
+const std::vector<GeneratorInfo>& syntheticGenerators();
+const GeneratorInfo& syntheticGenerator(const std::string& name);  // throws InvalidArgument
 
 }  // namespace tl

@@ -3,6 +3,7 @@
 #include <torch/script.h>
 
 #include "common/errors.h"
+#include "vit/vit_checkpoint.h"
 
 namespace tl {
 namespace {
@@ -38,5 +39,7 @@ TensorMap readTorchScriptParameters(const std::string& path) {
   }
   return out;
 }
+
+void useLibTorchForTorchScript() { installTorchScriptReader(&readTorchScriptParameters); }
 
 }  // namespace tl

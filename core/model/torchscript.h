@@ -3,11 +3,15 @@
 // parameters are taken, by their dotted module names. Plain types here, LibTorch in the .cpp.
 #include <string>
 
-#include "model/tensor_map.h"
+#include "io/checkpoint/tensor_map.h"
 
 namespace tl {
 
 // Throws FileError naming the file when LibTorch cannot load it.
 TensorMap readTorchScriptParameters(const std::string& path);
+
+// Lets readVitCheckpoint (vit/vit_checkpoint.h, no LibTorch) read TorchScript archives through
+// readTorchScriptParameters. Every model-layer entry point that reads checkpoints calls it; idempotent.
+void useLibTorchForTorchScript();
 
 }  // namespace tl

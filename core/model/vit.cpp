@@ -1,8 +1,8 @@
 #include "model/vit.h"
 
 #include "common/errors.h"
-#include "model/weight_names.h"
-#include "ops/lot.h"
+#include "ops/lot/lot.h"
+#include "vit/weight_names.h"
 
 namespace tl {
 namespace {

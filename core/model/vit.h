@@ -11,8 +11,8 @@
 
 #include <functional>
 
-#include "model/torch_normalisers.h"
-#include "model/vit_checkpoint.h"
+#include "model/normalisers/torch_normalisers.h"
+#include "vit/vit_checkpoint.h"
 
 namespace tl {
 

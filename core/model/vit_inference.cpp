@@ -3,8 +3,9 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "model/torchscript.h"
 #include "model/vit.h"
-#include "ops/lot.h"
+#include "ops/lot/lot.h"
 
 namespace tl {
 namespace {
@@ -134,6 +135,7 @@ VitRunner::VitRunner(const VitCheckpoint& checkpoint) : impl_(std::make_unique<I
 }
 
 VitRunner VitRunner::open(const std::string& path, const VitImportOptions& options) {
+  useLibTorchForTorchScript();
   return VitRunner(readVitCheckpoint(path, options));
 }
 

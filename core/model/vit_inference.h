@@ -15,11 +15,11 @@
 
 #include "common/attention_input.h"
 #include "common/feedback.h"
-#include "model/tensor_map.h"
-#include "model/vit_checkpoint.h"
-#include "model/vit_trace.h"
+#include "io/checkpoint/tensor_map.h"
 #include "ops/plan_result.h"
 #include "ops/registry.h"
+#include "vit/vit_checkpoint.h"
+#include "vit/vit_trace.h"
 
 namespace tl {
 

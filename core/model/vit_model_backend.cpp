@@ -4,8 +4,9 @@
 #include <list>
 #include <mutex>
 
-#include "model/model_backend.h"
+#include "model/torchscript.h"
 #include "model/vit_inference.h"
+#include "vit/model_backend.h"
 
 namespace tl {
 namespace {
@@ -61,6 +62,9 @@ class VitModelBackend : public ModelBackend {
 
 }  // namespace
 
-void installVitModelBackend() { installModelBackend(std::make_shared<VitModelBackend>()); }
+void installVitModelBackend() {
+  useLibTorchForTorchScript();
+  installModelBackend(std::make_shared<VitModelBackend>());
+}
 
 }  // namespace tl

@@ -1,13 +1,13 @@
 #include "ops/registry.h"
 
 #include "common/errors.h"
-#include "ops/asap.h"
-#include "ops/banded.h"
-#include "ops/diff.h"
-#include "ops/esp.h"
-#include "ops/lot.h"
-#include "ops/sinkhorn.h"
-#include "ops/softmax.h"
+#include "ops/asap/asap.h"
+#include "ops/banded/banded.h"
+#include "ops/diff/diff.h"
+#include "ops/esp/esp.h"
+#include "ops/lot/lot.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/softmax/softmax.h"
 
 namespace tl {
 

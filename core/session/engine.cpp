@@ -76,22 +76,9 @@ std::string sourceKey(const SourceSpec& s) {
 }
 }  // namespace
 
-LoadedSource loadSessionSource(const SourceSpec& source, Feedback& feedback) {
-  LoadedSource loaded;
-  if (source.kind == SourceSpec::Kind::Model) {
-    loaded.model = modelBackend().run(source.model, feedback);
-    AttentionInput<double> input = attentionInputOf(*loaded.model, source.model);
-    validateInput(input);
-    loaded.input = std::make_shared<const AttentionInput<double>>(std::move(input));
-  } else {
-    loaded.input = std::make_shared<const AttentionInput<double>>(loadSource(source));
-  }
-  return loaded;
-}
-
 SessionResult runSession(const Session& session, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
-  SessionResult r = runOn(session, loadSessionSource(session.source, feedback), feedback);
+  SessionResult r = runOn(session, loadSource(session.source, feedback), feedback);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -136,7 +123,7 @@ bool Engine::busy() const {
 LoadedSource Engine::inputFor(const SourceSpec& source, Feedback& feedback) {
   const std::string key = sourceKey(source);
   if (cachedInput_.input && key == cachedSourceKey_) return cachedInput_;
-  cachedInput_ = loadSessionSource(source, feedback);
+  cachedInput_ = loadSource(source, feedback);
   cachedSourceKey_ = key;
   return cachedInput_;
 }

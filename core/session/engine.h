@@ -12,8 +12,8 @@
 
 #include "analysis/summary.h"
 #include "common/feedback.h"
-#include "model/model_backend.h"
 #include "session/session.h"
+#include "session/source_loader.h"
 
 namespace tl {
 
@@ -25,13 +25,6 @@ struct OperatorRun {
   std::optional<PlanAnalysis> analysis;
   std::optional<PlanComparison> toFirst;  // runs after the first; empty when the shapes differ
 };
-
-// What a source loads to: the attention input, and for model sources the model run it was taken from.
-struct LoadedSource {
-  std::shared_ptr<const AttentionInput<double>> input;
-  std::shared_ptr<const ModelRun> model;
-};
-LoadedSource loadSessionSource(const SourceSpec& source, Feedback& feedback = noFeedback());
 
 struct SessionResult {
   uint64_t requestId = 0;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "data/synthetic.h"
 #include "io/atomic_file.h"
 
 namespace tl {

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/source.h"
 #include "ops/registry.h"
+#include "session/source.h"
 
 namespace tl {
 

@@ -10,7 +10,7 @@
 
 #include "cli_runner.h"
 #include "io/npy.h"
-#include "two_class_fashion_mnist.h"
+#include "support/two_class_fashion_mnist.h"
 
 namespace tl::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "two_class_fashion_mnist.h"
+#include "support/two_class_fashion_mnist.h"
 
 namespace tl::testing {
 namespace {

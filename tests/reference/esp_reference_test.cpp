@@ -14,7 +14,7 @@
 
 #include "fixture_case.h"
 #include "io/npy.h"
-#include "ops/esp.h"
+#include "ops/esp/esp.h"
 #include "ops/registry.h"
 
 namespace tl::testing {

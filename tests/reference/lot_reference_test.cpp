@@ -11,7 +11,7 @@
 
 #include "fixture_case.h"
 #include "io/npy.h"
-#include "ops/lot.h"
+#include "ops/lot/lot.h"
 #include "ops/registry.h"
 
 namespace tl::testing {

@@ -6,8 +6,8 @@
 
 #include "fixture_case.h"
 #include "ops/registry.h"
-#include "ops/sinkhorn.h"
-#include "ops/softmax.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/softmax/softmax.h"
 
 namespace tl::testing {
 namespace {

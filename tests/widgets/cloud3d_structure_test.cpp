@@ -3,11 +3,11 @@
 #include <QCheckBox>
 #include <gtest/gtest.h>
 
-#include "cloud3d_view.h"
-#include "cloud_scene.h"
 #include "gui_test_support.h"
-#include "ops/esp.h"
+#include "ops/esp/esp.h"
 #include "session/engine.h"
+#include "widgets/vtk/cloud3d_view.h"
+#include "widgets/vtk/cloud_scene.h"
 
 namespace tl {
 namespace {

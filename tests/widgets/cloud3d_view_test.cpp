@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "cloud3d_view.h"
 #include "gui_test_support.h"
 #include "session/engine.h"
+#include "widgets/vtk/cloud3d_view.h"
 
 namespace tl {
 namespace {

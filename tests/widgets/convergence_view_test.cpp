@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
-#include "convergence_view.h"
 #include "gui_test_support.h"
 #include "session/engine.h"
+#include "widgets/views/convergence_view.h"
 
 namespace tl {
 namespace {

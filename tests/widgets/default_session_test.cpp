@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "model/model_backend.h"
 #include "model/vit_model_backend.h"
 #include "model_gui_test_support.h"
 #include "session/engine.h"
-#include "session_files.h"
+#include "vit/model_backend.h"
+#include "widgets/shell/session_files.h"
 
 namespace tl {
 namespace {

@@ -10,17 +10,17 @@
 #include <gtest/gtest.h>
 
 #include "analysis/summary.h"
-#include "banded_view.h"
-#include "compare_view.h"
-#include "esp_view.h"
 #include "gui_test_support.h"
-#include "lot_view.h"
-#include "main_window.h"
-#include "operator_form.h"
-#include "operator_panel.h"
 #include "session/engine.h"
-#include "session_files.h"
-#include "view_factory.h"
+#include "widgets/panels/operator_form.h"
+#include "widgets/panels/operator_panel.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/shell/session_files.h"
+#include "widgets/shell/view_factory.h"
+#include "widgets/views/banded_view.h"
+#include "widgets/views/compare_view.h"
+#include "widgets/views/esp_view.h"
+#include "widgets/views/lot_view.h"
 
 namespace tl {
 namespace {

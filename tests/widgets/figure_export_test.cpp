@@ -5,14 +5,14 @@
 #include <algorithm>
 
 #include "common/errors.h"
-#include "convergence_view.h"
-#include "figure_export.h"
 #include "gui_test_support.h"
 #include "io/npy.h"
-#include "plan_heatmap_view.h"
 #include "session/engine.h"
-#include "session_files.h"
-#include "x_display.h"
+#include "widgets/shell/figure_export.h"
+#include "widgets/shell/session_files.h"
+#include "widgets/shell/x_display.h"
+#include "widgets/views/convergence_view.h"
+#include "widgets/views/plan_heatmap_view.h"
 
 namespace tl {
 namespace {

@@ -7,7 +7,7 @@
 #include <QThread>
 
 #include "io/atomic_file.h"
-#include "session_files.h"
+#include "widgets/shell/session_files.h"
 
 namespace tl::test {
 

@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "gui_test_support.h"
-#include "main_window.h"
-#include "operator_panel.h"
-#include "plan_heatmap_view.h"
 #include "session/engine.h"
+#include "widgets/panels/operator_panel.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/views/plan_heatmap_view.h"
 
 namespace tl {
 namespace {

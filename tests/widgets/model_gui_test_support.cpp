@@ -8,7 +8,7 @@
 
 #include "gui_test_support.h"
 #include "model/vit_model_backend.h"
-#include "two_class_fashion_mnist.h"
+#include "support/two_class_fashion_mnist.h"
 
 namespace tl::test {
 namespace {

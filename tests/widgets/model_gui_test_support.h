@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "main_window.h"
 #include "session/session.h"
+#include "widgets/shell/main_window.h"
 
 namespace tl::test {
 

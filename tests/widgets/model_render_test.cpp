@@ -8,13 +8,13 @@
 
 #include <filesystem>
 
-#include "cls_map_view.h"
-#include "figure_export.h"
 #include "gui_test_support.h"
-#include "main_window.h"
 #include "model_gui_test_support.h"
 #include "session/engine.h"
-#include "view_factory.h"
+#include "widgets/shell/figure_export.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/shell/view_factory.h"
+#include "widgets/views/cls_map_view.h"
 
 namespace tl {
 namespace {

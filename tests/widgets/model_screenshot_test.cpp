@@ -8,12 +8,12 @@
 
 #include <filesystem>
 
-#include "cls_map_view.h"
 #include "gui_test_support.h"
-#include "main_window.h"
-#include "model/training_run.h"
+#include "model/training/training_run.h"
 #include "model_gui_test_support.h"
-#include "prediction_view.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/views/cls_map_view.h"
+#include "widgets/views/prediction_view.h"
 
 namespace tl {
 namespace {

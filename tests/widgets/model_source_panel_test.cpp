@@ -17,13 +17,13 @@
 
 #include <filesystem>
 
-#include "checkpoint_files.h"
 #include "gui_test_support.h"
-#include "image_strip.h"
-#include "main_window.h"
 #include "model_gui_test_support.h"
-#include "model_source_page.h"
-#include "source_panel.h"
+#include "widgets/panels/image_strip.h"
+#include "widgets/panels/model_source_page.h"
+#include "widgets/panels/source_panel.h"
+#include "widgets/shell/checkpoint_files.h"
+#include "widgets/shell/main_window.h"
 
 namespace tl {
 namespace {

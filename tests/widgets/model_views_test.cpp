@@ -9,14 +9,14 @@
 #include <cmath>
 
 #include "analysis/cls_maps.h"
-#include "cls_map_view.h"
 #include "gui_test_support.h"
-#include "main_window.h"
 #include "model_gui_test_support.h"
-#include "operator_form.h"
-#include "operator_panel.h"
-#include "prediction_view.h"
-#include "source_panel.h"
+#include "widgets/panels/operator_form.h"
+#include "widgets/panels/operator_panel.h"
+#include "widgets/panels/source_panel.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/views/cls_map_view.h"
+#include "widgets/views/prediction_view.h"
 
 namespace tl {
 namespace {

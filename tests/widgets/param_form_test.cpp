@@ -9,10 +9,11 @@
 
 #include <cmath>
 
-#include "data/source.h"
+#include "data/synthetic.h"
 #include "gui_test_support.h"
 #include "ops/registry.h"
-#include "param_form.h"
+#include "session/source.h"
+#include "widgets/panels/param_form.h"
 
 namespace tl {
 namespace {

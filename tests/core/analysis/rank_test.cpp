@@ -5,7 +5,7 @@
 
 #include <cfloat>
 
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "idx_files.h"
-#include "test_util.h"
+#include "support/idx_files.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "idx_files.h"
-#include "test_util.h"
+#include "support/idx_files.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

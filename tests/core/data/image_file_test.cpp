@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

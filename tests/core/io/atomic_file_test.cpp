@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 
 #include "common/errors.h"
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

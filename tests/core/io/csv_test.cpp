@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "common/errors.h"
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

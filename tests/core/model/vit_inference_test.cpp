@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "io/checkpoint/safetensors.h"
 #include "io/npy.h"
-#include "model/safetensors.h"
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

@@ -3,7 +3,7 @@
 #include "model/vit.h"
 
 #include "io/npy.h"
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "ops/sinkhorn.h"
-#include "ops/softmax.h"
-#include "test_util.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/softmax/softmax.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

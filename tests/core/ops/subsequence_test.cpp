@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

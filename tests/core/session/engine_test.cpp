@@ -8,9 +8,9 @@
 #include <map>
 #include <mutex>
 
-#include "ops/sinkhorn.h"
-#include "ops/softmax.h"
-#include "test_util.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/softmax/softmax.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {
@@ -37,7 +37,7 @@ Session smallSession(int T = 4) {
 TEST(RunSession, SameAsCallingTheOperatorDirectly) {
   const Session s = makeSession("synthetic:gaussian:n=24,d=8,seed=3", {"sinkhorn:T=6,eps=0.5", "softmax"});
   const SessionResult r = runSession(s);
-  const auto input = loadSource(s.source);
+  const auto input = loadSource(s.source).attention();
   ASSERT_TRUE(r.input);
   EXPECT_TRUE(test::matricesIdentical(r.input->Q, input.Q));
   ASSERT_EQ(r.runs.size(), 2u);
@@ -57,7 +57,7 @@ TEST(RunSession, SameAsCallingTheOperatorDirectly) {
 TEST(RunSession, Float32PrecisionRunsInFloat) {
   const Session s = makeSession("synthetic:gaussian:n=24,d=8,seed=3", {"sinkhorn:T=6,eps=0.5"}, Precision::F32);
   const SessionResult r = runSession(s);
-  const auto input = loadSource(s.source);
+  const auto input = loadSource(s.source).attention();
   SinkhornParams p;
   p.T = 6;
   p.eps = 0.5;

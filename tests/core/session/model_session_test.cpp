@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "common/errors.h"
-#include "model/model_backend.h"
 #include "session/engine.h"
-#include "test_util.h"
+#include "support/test_util.h"
+#include "vit/model_backend.h"
 
 namespace tl {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
-#include "test_util.h"
+#include "support/test_util.h"
 
 namespace tl {
 namespace {

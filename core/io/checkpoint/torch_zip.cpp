@@ -1,0 +1,176 @@
+#include "io/checkpoint/torch_zip.h"
+
+#include "common/errors.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint/element_codec.h"
+#include "io/checkpoint/torch_pickle.h"
+#include "io/checkpoint/zip_archive.h"
+
+namespace tl {
+namespace {
+
+using Kind = PickleValue::Kind;
+
+// Deeper nesting than this does not occur in checkpoints; it guards against self-referencing pickles.
+constexpr int kMaxNesting = 64;
+// A broadcast view (stride 0) may describe more elements than its storage holds; expanding one beyond
+// this many elements is refused rather than allocating whatever a corrupt header claims.
+constexpr int64_t kMaxExpandedElements = int64_t(1) << 24;
+
+// The one top-level folder every entry lives in: "<archive>/data.pkl". TorchScript archives have one too,
+// next to constants.pkl, but pickle TorchScript classes this reader must not pretend to know.
+const ZipEntry& findDataPickle(const ZipArchive& zip) {
+  auto inTopFolder = [](const std::string& name, const std::string& file) {
+    const size_t slash = name.find('/');
+    return slash != std::string::npos && name.compare(slash, std::string::npos, "/" + file) == 0;
+  };
+  for (const auto& e : zip.entries()) {
+    if (inTopFolder(e.name, "constants.pkl"))
+      throw FileError(zip.path() + ": this is a TorchScript archive (torch.jit.save), not a torch.save checkpoint");
+  }
+  for (const auto& e : zip.entries())
+    if (inTopFolder(e.name, "data.pkl")) return e;
+  throw FileError(zip.path() + ": the zip holds no <archive>/data.pkl; it is not a PyTorch checkpoint");
+}
+
+class Flattener {
+ public:
+  Flattener(ZipArchive& zip, std::string folder, std::vector<std::string>* skipped)
+      : zip_(zip), folder_(std::move(folder)), skipped_(skipped) {}
+
+  TensorMap run(const PickleValue& root) {
+    if (root.kind != Kind::Dict)
+      throw FileError(zip_.path() + ": the checkpoint holds a " + pickleKindName(root.kind) +
+                      ", not a dict of tensors");
+    visit(root, "", 0);
+    return std::move(tensors_);
+  }
+
+ private:
+  [[noreturn]] void failTensor(const std::string& name, const std::string& what) const {
+    throw FileError(zip_.path() + ": tensor '" + name + "' " + what);
+  }
+
+  static std::string join(const std::string& prefix, const std::string& key) {
+    return prefix.empty() ? key : prefix + "." + key;
+  }
+
+  bool containsTensor(const PickleValue& v, int depth) const {
+    if (depth > kMaxNesting) throw FileError(zip_.path() + ": values are nested too deeply; the pickle is corrupt");
+    if (v.kind == Kind::Tensor) return true;
+    if (v.items)
+      for (const auto& item : *v.items)
+        if (containsTensor(item, depth + 1)) return true;
+    if (v.entries)
+      for (const auto& [key, value] : *v.entries)
+        if (containsTensor(value, depth + 1)) return true;
+    return false;
+  }
+
+  void visit(const PickleValue& v, const std::string& name, int depth) {
+    if (v.kind == Kind::Tensor) {
+      add(name, *v.tensor);
+    } else if (!containsTensor(v, depth)) {
+      if (skipped_) skipped_->push_back(name);
+    } else if (v.kind == Kind::Dict) {
+      for (const auto& [key, value] : *v.entries) visit(value, join(name, keyText(key, name)), depth + 1);
+    } else {
+      for (size_t i = 0; i < v.items->size(); ++i) visit((*v.items)[i], join(name, std::to_string(i)), depth + 1);
+    }
+  }
+
+  std::string keyText(const PickleValue& key, const std::string& parent) const {
+    if (key.kind == Kind::String) return key.text;
+    if (key.kind == Kind::Int) return std::to_string(key.integer);
+    throw FileError(zip_.path() + ": dict '" + parent + "' holding tensors has a " + pickleKindName(key.kind) +
+                    " key; only str and int keys name tensors");
+  }
+
+  void add(const std::string& name, const TensorRef& ref) {
+    if (tensors_.count(name)) failTensor(name, "appears twice; the file is corrupt");
+    const StorageRef& s = ref.storage;
+    const ZipEntry* entry = zip_.find(folder_ + "/data/" + s.key);
+    if (!entry) failTensor(name, "refers to storage '" + s.key + "', which is missing from the archive");
+    const std::string_view bytes = zip_.contents(*entry);
+    const size_t itemSize = elementSize(s.type);
+    if (uint64_t(s.numel) > bytes.size() / itemSize || bytes.size() != size_t(s.numel) * itemSize)
+      failTensor(name, "has storage '" + s.key + "' of " + std::to_string(s.numel) + " " + storedTypeName(s.type) +
+                           " elements, but its entry holds " + std::to_string(bytes.size()) + " bytes");
+
+    HostTensor t;
+    t.shape = ref.size;
+    t.stored = s.type;
+    int64_t numel = 1, lastIndex = ref.offset;
+    for (size_t d = 0; d < ref.size.size(); ++d) {
+      int64_t reach = 0;
+      if (__builtin_mul_overflow(numel, ref.size[d], &numel) ||
+          (ref.size[d] > 0 && (__builtin_mul_overflow(ref.size[d] - 1, ref.stride[d], &reach) ||
+                               __builtin_add_overflow(lastIndex, reach, &lastIndex))))
+        failTensor(name, "has a size or stride so large that its extent overflows; the file is corrupt");
+    }
+    if (numel > 0 && lastIndex >= s.numel)
+      failTensor(name, "reaches element " + std::to_string(lastIndex) + " of storage '" + s.key + "', which has " +
+                           std::to_string(s.numel) + "; the file is corrupt");
+    if (numel > s.numel && numel > kMaxExpandedElements)
+      failTensor(name, "is a broadcast view of " + std::to_string(numel) + " elements over " + std::to_string(s.numel) +
+                           " stored ones; refusing to expand it");
+    t.values.resize(size_t(numel));
+    gather(ref, reinterpret_cast<const unsigned char*>(bytes.data()), itemSize, t.values.data(), numel);
+    tensors_.emplace(name, std::move(t));
+  }
+
+  // Row-major walk over the view: an odometer over the indices, moving the storage index by the strides.
+  static void gather(const TensorRef& ref, const unsigned char* storage, size_t itemSize, float* out, int64_t numel) {
+    if (numel == 0) return;
+    const size_t rank = ref.size.size();
+    // Most checkpoint tensors are contiguous: decode them as one run.
+    int64_t contiguousStride = 1;
+    bool contiguous = true;
+    for (size_t d = rank; d-- > 0;) {
+      contiguous &= ref.size[d] == 1 || ref.stride[d] == contiguousStride;
+      contiguousStride *= ref.size[d];
+    }
+    if (contiguous) {
+      decodeElements(ref.storage.type, storage + size_t(ref.offset) * itemSize, size_t(numel), out);
+      return;
+    }
+    std::vector<int64_t> index(rank, 0);
+    int64_t at = ref.offset;
+    for (int64_t n = 0; n < numel; ++n) {
+      out[n] = decodeElement(ref.storage.type, storage + size_t(at) * itemSize);
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < ref.size[d]) {
+          at += ref.stride[d];
+          break;
+        }
+        at -= (ref.size[d] - 1) * ref.stride[d];
+        index[d] = 0;
+      }
+    }
+  }
+
+  ZipArchive& zip_;
+  std::string folder_;
+  std::vector<std::string>* skipped_;
+  TensorMap tensors_;
+};
+
+}  // namespace
+
+TensorMap readTorchZip(const std::string& path, std::vector<std::string>* skippedLeaves) {
+  std::string bytes = readFile(path);
+  // Before PyTorch 1.6 torch.save wrote a bare pickle stream (it starts with PROTO 2).
+  if (bytes.size() >= 2 && uint8_t(bytes[0]) == 0x80 && uint8_t(bytes[1]) == 0x02)
+    throw FileError(path +
+                    ": this is the legacy (pre-1.6) PyTorch format, which is not supported; re-save it with "
+                    "a current torch.save");
+  ZipArchive zip(path, std::move(bytes));
+  const ZipEntry& pickle = findDataPickle(zip);
+  const std::string folder = pickle.name.substr(0, pickle.name.find('/'));
+  if (const ZipEntry* order = zip.find(folder + "/byteorder"); order && zip.contents(*order) != "little")
+    throw FileError(path + ": storages are big-endian, which is not supported");
+  const PickleValue root = loadTorchPickle(zip.contents(pickle), path + ": " + pickle.name);
+  return Flattener(zip, folder, skippedLeaves).run(root);
+}
+
+}  // namespace tl

@@ -1,0 +1,125 @@
+#include "ops/asap/sliced_potentials.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace tl {
+namespace {
+
+std::vector<Eigen::Index> ascendingOrder(const Vec<double>& values) {
+  std::vector<Eigen::Index> order(size_t(values.size()));
+  std::iota(order.begin(), order.end(), Eigen::Index(0));
+  std::stable_sort(order.begin(), order.end(), [&](Eigen::Index a, Eigen::Index b) { return values(a) < values(b); });
+  return order;
+}
+
+// Slope of φ on [x_(i), x_(i+1)] (0-based i): the key matched to the i-th smallest query.
+double slope(const std::vector<double>& ySorted, Eigen::Index i, Eigen::Index nx) {
+  const Eigen::Index ny = Eigen::Index(ySorted.size());
+  if (nx == ny) return ySorted[size_t(i)];
+  // 1-based ⌈(i+1)·n_y/n_x⌉ → 0-based index.
+  const Eigen::Index k = (Eigen::Index(i + 1) * ny + nx - 1) / nx - 1;
+  return ySorted[size_t(std::clamp<Eigen::Index>(k, 0, ny - 1))];
+}
+
+struct SortedProblem {
+  std::vector<Eigen::Index> orderX;
+  std::vector<double> xSorted, ySorted;
+};
+
+SortedProblem sortBoth(const Vec<double>& x, const Vec<double>& y) {
+  SortedProblem s;
+  s.orderX = ascendingOrder(x);
+  const auto orderY = ascendingOrder(y);
+  for (auto i : s.orderX) s.xSorted.push_back(x(i));
+  for (auto j : orderY) s.ySorted.push_back(y(j));
+  return s;
+}
+
+}  // namespace
+
+Potential1D potential1D(const Vec<double>& x, const Vec<double>& y) {
+  const Eigen::Index n = x.size();
+  const SortedProblem s = sortBoth(x, y);
+  std::vector<double> fSorted(static_cast<size_t>(n));
+  fSorted[0] = 0.5 * s.xSorted[0] * s.xSorted[0];
+  for (Eigen::Index i = 0; i + 1 < n; ++i) {
+    const double x0 = s.xSorted[size_t(i)], x1 = s.xSorted[size_t(i + 1)];
+    fSorted[size_t(i + 1)] = fSorted[size_t(i)] + 0.5 * (x1 * x1 - x0 * x0) - slope(s.ySorted, i, n) * (x1 - x0);
+  }
+  Potential1D p;
+  p.f.resize(n);
+  for (Eigen::Index r = 0; r < n; ++r) p.f(s.orderX[size_t(r)]) = fSorted[size_t(r)];
+  if (y.size() == n) {
+    // g on the matched atom: the key of rank r pairs with the query of rank r (tight on the matching).
+    const auto orderY = ascendingOrder(y);
+    p.g.resize(n);
+    for (Eigen::Index r = 0; r < n; ++r) {
+      const double gap = s.xSorted[size_t(r)] - s.ySorted[size_t(r)];
+      p.g(orderY[size_t(r)]) = 0.5 * gap * gap - fSorted[size_t(r)];
+    }
+  }
+  return p;
+}
+
+Vec<double> potentialExtension(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z) {
+  const Eigen::Index n = x.size();
+  const SortedProblem s = sortBoth(x, y);
+  // φ at the sorted knots, φ(x_(1)) = 0.
+  std::vector<double> phi(static_cast<size_t>(n), 0.0);
+  for (Eigen::Index i = 0; i + 1 < n; ++i)
+    phi[size_t(i + 1)] = phi[size_t(i)] + slope(s.ySorted, i, n) * (s.xSorted[size_t(i + 1)] - s.xSorted[size_t(i)]);
+  // Outer rays: slope y_(1) on the left and the largest key on the right, so y_(n) ∈ ∂φ(x_(n)).
+  const double leftSlope = s.ySorted.front();
+  const double rightSlope = s.ySorted.back();
+  Vec<double> out(z.size());
+  for (Eigen::Index k = 0; k < z.size(); ++k) {
+    const double zk = z(k);
+    double phiZ;
+    if (zk <= s.xSorted.front()) {
+      phiZ = leftSlope * (zk - s.xSorted.front());
+    } else if (zk >= s.xSorted.back()) {
+      phiZ = phi.back() + rightSlope * (zk - s.xSorted.back());
+    } else {
+      const auto it = std::upper_bound(s.xSorted.begin(), s.xSorted.end(), zk);
+      const size_t i = size_t(it - s.xSorted.begin()) - 1;  // x_(i) <= z < x_(i+1)
+      phiZ = phi[i] + slope(s.ySorted, Eigen::Index(i), n) * (zk - s.xSorted[i]);
+    }
+    out(k) = 0.5 * zk * zk - phiZ;
+  }
+  return out;
+}
+
+MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std::optional<Mask>& activeTokens) {
+  const double scale = 1.0 / std::pow(double(Q.cols()), 0.25);  // eq. (11): projections of q/d^{1/4}
+  const MatD X = (Q * slices.transpose()) * scale;                // n_q × L
+  const MatD Y = (K * slices.transpose()) * scale;                // n_k × L
+  MatD phi(Q.rows(), slices.rows());
+  std::vector<Eigen::Index> active, padded;
+  for (Eigen::Index i = 0; i < Q.rows(); ++i)
+    ((!activeTokens || (*activeTokens)(i)) ? active : padded).push_back(i);
+  for (Eigen::Index l = 0; l < slices.rows(); ++l) {
+    Vec<double> x(Eigen::Index(active.size())), y;
+    for (size_t a = 0; a < active.size(); ++a) x(Eigen::Index(a)) = X(active[a], l);
+    if (activeTokens) {
+      y.resize(Eigen::Index(active.size()));
+      for (size_t a = 0; a < active.size(); ++a) y(Eigen::Index(a)) = Y(active[a], l);
+    } else {
+      y = Y.col(l);
+    }
+    const Vec<double> f = potential1D(x, y).f;
+    const double mean = f.mean();
+    for (size_t a = 0; a < active.size(); ++a) phi(active[a], l) = f(Eigen::Index(a)) - mean;
+    if (!padded.empty()) {
+      Vec<double> z(Eigen::Index(padded.size()));
+      for (size_t p = 0; p < padded.size(); ++p) z(Eigen::Index(p)) = X(padded[p], l);
+      const Vec<double> fz = potentialExtension(x, y, z);
+      for (size_t p = 0; p < padded.size(); ++p) phi(padded[p], l) = fz(Eigen::Index(p)) - mean;
+    }
+  }
+  return phi;
+}
+
+}  // namespace tl

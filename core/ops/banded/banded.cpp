@@ -1,0 +1,188 @@
+#include "ops/banded/banded.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "common/errors.h"
+#include "ops/log_domain.h"
+#include "ops/mask_mode.h"
+#include "ops/registry.h"
+#include "ops/score_geometry.h"
+#include "ops/sinkhorn/sinkhorn_loop.h"
+#include "ops/subsequence.h"
+
+namespace tl {
+namespace {
+
+template <class T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// §4: one dustbin token per side (zero query, key and value: a neutral "null" token, since the tool has
+// no learned ones) appended after the real tokens. Fillers for tile alignment are unnecessary on the CPU.
+template <class T>
+AttentionInput<T> withDustbin(const AttentionInput<T>& in) {
+  AttentionInput<T> out;
+  out.Q = Mat<T>::Zero(in.Q.rows() + 1, in.Q.cols());
+  out.Q.topRows(in.Q.rows()) = in.Q;
+  out.K = Mat<T>::Zero(in.K.rows() + 1, in.K.cols());
+  out.K.topRows(in.K.rows()) = in.K;
+  if (in.V) {
+    out.V = Mat<T>::Zero(in.V->rows() + 1, in.V->cols());
+    out.V->topRows(in.V->rows()) = *in.V;
+  }
+  return out;
+}
+
+// Max |sum − target| per block of `tile` consecutive entries (the banded view's per-tile errors).
+template <class T>
+Mat<T> tileErrors(const Vec<T>& sums, const Vec<T>& target, int tile) {
+  const Eigen::Index tiles = (sums.size() + tile - 1) / tile;
+  Mat<T> out(tiles, 1);
+  for (Eigen::Index b = 0; b < tiles; ++b) {
+    const Eigen::Index len = std::min<Eigen::Index>(tile, sums.size() - b * tile);
+    out(b, 0) = (sums.segment(b * tile, len) - target.segment(b * tile, len)).cwiseAbs().maxCoeff();
+  }
+  return out;
+}
+
+// The banded forward on an input without padding. `formPlan` = false keeps memory O(n·W): only the
+// output is formed (the lazy path).
+template <class T>
+PlanResult<T> bandedDense(const AttentionInput<T>& original, const BandedParams& p, Feedback& feedback, bool formPlan) {
+  const auto start = std::chrono::steady_clock::now();
+  const AttentionInput<T> in = p.dustbin ? withDustbin(original) : original;
+  const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
+  // With a dustbin every token must reach it, which widens the band to the whole sequence (§4.3).
+  const Eigen::Index W = p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
+  if (formPlan) checkDenseSize(original.Q.rows(), original.K.rows(), sizeof(T), "banded Sinkhorn (dense plan for display)");
+  const BandScores<T> X(in.Q, in.K, T(p.eps), W);
+
+  // Unit targets (§2.2): every active row and column has mass 1 in attention scale A = n_q·P; tokens
+  // with no support entry are inactive (rows i ≥ n_k + W on rectangles, errata 18).
+  const T logUnit = -std::log(T(nq));
+  const Vec<T> logMu = X.activeRows().select(Vec<T>::Constant(nq, logUnit), kNegInf<T>).matrix();
+  const Vec<T> logNu = X.activeCols().select(Vec<T>::Constant(nk, logUnit), kNegInf<T>).matrix();
+  const T scale = T(nq);
+
+  PlanResult<T> r;
+  Vec<T> ut, vt;
+  SinkhornLoopOptions options;
+  options.budget = p.budget();
+  options.centredFullSteps = p.baseSteps;
+  options.stage = "banded";
+  runSinkhornLoop<T>(X, logMu, logNu, T(p.eps), scale, options, feedback, r, ut, vt);
+
+  // Final sums from one more pass each way, for the per-tile errors of the banded view.
+  const Vec<T> rowSums = (ut.array() == kNegInf<T>).select(T(0), scale * (ut + X.rowLogSumExp(vt)).array().exp()).matrix();
+  const Vec<T> colSums = (vt.array() == kNegInf<T>).select(T(0), scale * (vt + X.colLogSumExp(ut)).array().exp()).matrix();
+  if (in.V) r.output = X.apply(ut, vt, scale, *in.V);
+  if (formPlan) r.plan = X.plan(ut, vt, scale);
+
+  const Eigen::Index n0q = original.Q.rows(), n0k = original.K.rows();
+  if (p.dustbin) {
+    // Report the real tokens; the dustbin's share is what each real row/column does not keep.
+    r.extras["banded_dustbin_query_mass"] = r.plan.size() ? Mat<T>(r.plan.block(0, n0k, n0q, 1)) : Mat<T>();
+    r.extras["banded_dustbin_key_mass"] = r.plan.size() ? Mat<T>(r.plan.block(n0q, 0, 1, n0k).transpose()) : Mat<T>();
+    if (r.plan.size()) r.plan = Mat<T>(r.plan.topLeftCorner(n0q, n0k));
+    if (r.output) r.output = Mat<T>(r.output->topRows(n0q));
+    r.u = Vec<T>(r.u.head(n0q));
+    r.v = Vec<T>(r.v.head(n0k));
+    r.uHistory = Mat<T>(r.uHistory.leftCols(n0q));
+    r.vHistory = Mat<T>(r.vHistory.leftCols(n0k));
+  }
+  r.extras["banded_tile_row_errors"] = tileErrors<T>(rowSums, r.rowTarget, p.tile);
+  r.extras["banded_tile_col_errors"] = tileErrors<T>(colSums, r.colTarget, p.tile);
+  if (p.dustbin) {
+    // Targets of the real tokens: their unit mass minus what the plan sends to (receives from) the dustbin.
+    r.rowTarget = Vec<T>(r.rowTarget.head(n0q));
+    r.colTarget = Vec<T>(r.colTarget.head(n0k));
+    if (r.extras["banded_dustbin_query_mass"].size()) {
+      r.rowTarget -= Vec<T>(r.extras["banded_dustbin_query_mass"].col(0));
+      r.colTarget -= Vec<T>(r.extras["banded_dustbin_key_mass"].col(0));
+    }
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+template <class T>
+PlanResult<T> bandedRun(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback, bool formPlan) {
+  if (params.baseSteps + params.tailSteps < 1)
+    throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
+  validateInput(input);
+  // Padding: the band acts on the valid sub-sequence (mask_mode=subsequence), so with padding inside the
+  // sequence neighbours are counted among valid tokens, not raw positions.
+  return runOnValidSubsequence<T>(input, [&](const AttentionInput<T>& valid) {
+    return bandedDense(valid, params, feedback, formPlan);
+  });
+}
+
+}  // namespace
+
+BandedParams BandedParams::from(const ParamSet& params) {
+  BandedParams p;
+  p.W = int(getInt(params, "W"));
+  p.baseSteps = int(getInt(params, "base_steps"));
+  p.tailSteps = int(getInt(params, "tail_steps"));
+  p.tile = int(getInt(params, "tile"));
+  p.eps = getReal(params, "eps");
+  p.dustbin = getBool(params, "dustbin");
+  if (p.baseSteps + p.tailSteps < 1)
+    throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
+  return p;
+}
+
+template <class T>
+PlanResult<T> bandedAttention(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback) {
+  return bandedRun(input, params, feedback, true);
+}
+
+template <class T>
+Mat<T> bandedOutput(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback) {
+  if (!input.V) throw InvalidArgument("banded: the lazy path computes A·V and needs V");
+  return *bandedRun(input, params, feedback, false).output;
+}
+
+template PlanResult<float> bandedAttention(const AttentionInput<float>&, const BandedParams&, Feedback&);
+template PlanResult<double> bandedAttention(const AttentionInput<double>&, const BandedParams&, Feedback&);
+template Mat<float> bandedOutput(const AttentionInput<float>&, const BandedParams&, Feedback&);
+template Mat<double> bandedOutput(const AttentionInput<double>&, const BandedParams&, Feedback&);
+
+namespace {
+class BandedOperator : public TypedOperator<BandedOperator> {
+ public:
+  explicit BandedOperator(const ParamSet& params) : TypedOperator("banded", params), params_(BandedParams::from(params)) {}
+  template <class T>
+  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
+    return bandedAttention(input, params_, feedback);
+  }
+  template <class T>
+  Mat<T> lazyOutput(const AttentionInput<T>& input, Feedback& feedback) const {
+    return bandedOutput(input, params_, feedback);
+  }
+
+ private:
+  BandedParams params_;
+};
+
+}  // namespace
+
+void registerBanded(OperatorRegistry& registry) {
+  registry.add(
+      {"banded", "Banded Sinkhorn",
+       "unit-target Sinkhorn on the band |i−j| ≤ W (raw indices; on rectangles rows i ≥ n_k+W have no support), "
+       "stopped base + tail; equivalent budget T = 2·(base_steps+tail_steps)",
+       ParamSchema({intParam("W", 0, 1e7, 16, "half-band width: (i, j) in the support iff |i − j| ≤ W", 256),
+                    intParam("base_steps", 0, 1e5, 15, "stopped base: full (row+column) steps, centred", 200),
+                    intParam("tail_steps", 0, 1e5, 2, "differentiable tail: full (row+column) steps, raw", 8),
+                    intParam("tile", 1, 1e6, 64, "tile size for the per-tile marginal errors", 512),
+                    positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"),
+                    boolParam("dustbin", false,
+                              "single active dustbin token per side (unit mass; makes the support dense)"),
+                    maskModeSpec(false)}),
+       [](const ParamSet& p) { return std::make_unique<BandedOperator>(p); }});
+}
+
+}  // namespace tl

@@ -1,0 +1,93 @@
+#include "ops/diff/diff.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "common/errors.h"
+#include "ops/marginals.h"
+#include "ops/registry.h"
+#include "ops/softmax/softmax.h"
+#include "ops/subsequence.h"
+
+namespace tl {
+namespace {
+
+// One softmax map of the pair (Q[:, half], K[:, half]); its scores use the half width h (§6.2, s = 1/√h).
+template <class T>
+Mat<T> halfSoftmax(const AttentionInput<T>& in, Eigen::Index half, Feedback& feedback) {
+  const Eigen::Index h = in.Q.cols() / 2;
+  AttentionInput<T> pair;
+  pair.Q = in.Q.middleCols(half * h, h);
+  pair.K = in.K.middleCols(half * h, h);
+  return softmaxAttention(pair, SoftmaxParams{}, feedback).plan;
+}
+
+template <class T>
+PlanResult<T> diffOnValid(const AttentionInput<T>& in, double lambda, Feedback& feedback) {
+  const auto start = std::chrono::steady_clock::now();
+  PlanResult<T> r;
+  r.plan = halfSoftmax(in, 0, feedback) - T(lambda) * halfSoftmax(in, 1, feedback);
+  if (in.V) r.output = r.plan * (*in.V);
+  const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
+  r.rowTarget = Vec<T>::Ones(nq);
+  r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
+  r.errors = marginalErrorsFromSums<T>(r.plan.rowwise().sum(), r.rowTarget, r.plan.colwise().sum().transpose(),
+                                       r.colTarget);
+  r.errorHistory = {r.errors};
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace
+
+DiffParams DiffParams::from(const ParamSet& params) {
+  DiffParams p;
+  p.lambda = getReal(params, "lambda");
+  p.maskMode = parseMaskMode(getString(params, "mask_mode"));
+  return p;
+}
+
+template <class T>
+PlanResult<T> diffAttention(const AttentionInput<T>& input, const DiffParams& params, Feedback& feedback) {
+  if (!std::isfinite(params.lambda))
+    throw InvalidArgument("diff: lambda = " + std::to_string(params.lambda) + " is not valid; expected a finite number");
+  if (params.maskMode == MaskMode::KeepQueries)
+    throw InvalidArgument("diff: mask_mode = keep-queries is not supported; use mask_mode=subsequence");
+  validateInput(input);
+  if (input.Q.cols() % 2 != 0)
+    throw InvalidArgument("diff: the head dimension d = " + std::to_string(input.Q.cols()) +
+                          " is odd; DiffTransformer splits Q and K into two halves, so d must be even");
+  return runOnValidSubsequence<T>(
+      input, [&](const AttentionInput<T>& valid) { return diffOnValid(valid, params.lambda, feedback); });
+}
+
+template PlanResult<float> diffAttention(const AttentionInput<float>&, const DiffParams&, Feedback&);
+template PlanResult<double> diffAttention(const AttentionInput<double>&, const DiffParams&, Feedback&);
+
+namespace {
+class DiffOperator : public TypedOperator<DiffOperator> {
+ public:
+  explicit DiffOperator(const ParamSet& params) : TypedOperator("diff", params), params_(DiffParams::from(params)) {}
+  template <class T>
+  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
+    return diffAttention(input, params_, feedback);
+  }
+
+ private:
+  DiffParams params_;
+};
+}  // namespace
+
+void registerDiff(OperatorRegistry& registry) {
+  ParamSpec lambda = realParam("lambda", -2, 2, 0.5,
+                               "DiffTransformer mixing weight: A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h)");
+  lambda.uiMin = 0;  // the slider covers the usual range; the entry box accepts [-2, 2]
+  lambda.uiMax = 1;
+  registry.add({"diff", "DiffTransformer",
+                "difference of two softmax maps from the two halves of the head dimension (Q = [Q1|Q2], K = [K1|K2], "
+                "d must be even); not a transport plan: entries can be negative, rows sum to 1 − lambda",
+                ParamSchema({lambda, maskModeSpec(false)}),
+                [](const ParamSet& p) { return std::make_unique<DiffOperator>(p); }});
+}
+
+}  // namespace tl

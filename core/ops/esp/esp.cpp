@@ -1,0 +1,254 @@
+#include "ops/esp/esp.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "common/errors.h"
+#include "ops/esp/soft_sort.h"
+#include "ops/log_domain.h"
+#include "ops/marginals.h"
+#include "ops/registry.h"
+#include "ops/subsequence.h"
+
+namespace tl {
+namespace {
+
+// Q and K as ESP sees them: pre-scaled by d^{-1/2} under compat=reference-code (spec/esp.md §10.6).
+template <class T>
+std::pair<Mat<T>, Mat<T>> queriesAndKeys(const AttentionInput<T>& in, const EspParams& p) {
+  if (p.compat == EspCompat::Paper) return {in.Q, in.K};
+  const T scale = T(1.0 / std::sqrt(double(in.Q.cols())));
+  return {in.Q * scale, in.K * scale};
+}
+
+// Everything the hard path needs, with nothing n×n: per-slice tie groups and couplings, and D_l (§3.2 steps 1–3).
+template <class T>
+struct HardSlices {
+  std::vector<HardSlice> slices;
+  Vec<T> costs;
+};
+
+template <class T>
+HardSlices<T> hardSlices(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, const EspParams& p, Feedback& feedback) {
+  const Mat<T> projQ = Q * theta.transpose(), projK = K * theta.transpose();  // s^Q_l, s^K_l as columns
+  const auto coupling = rankCoupling(int(Q.rows()), int(K.rows()), p.rankCoupling);
+  HardSlices<T> h;
+  h.costs.resize(theta.rows());
+  for (Eigen::Index l = 0; l < theta.rows(); ++l) {
+    feedback.throwIfCanceled();
+    h.slices.push_back(hardSlice<T>(projQ.col(l), projK.col(l), coupling, p.ties));
+    h.costs(l) = sliceCost(h.slices.back(), Q, K, p.costExponent());
+  }
+  return h;
+}
+
+template <class T>
+Mat<T> hardPlan(const HardSlices<T>& h, const Vec<T>& weights, Eigen::Index nq, Eigen::Index nk) {
+  Mat<T> plan = Mat<T>::Zero(nq, nk);
+  for (size_t l = 0; l < h.slices.size(); ++l) addSlicePlan(h.slices[l], T(nq) * weights(Eigen::Index(l)), plan);
+  return plan;
+}
+
+// C_ij = ‖q_i − k_j‖^p.
+template <class T>
+Mat<T> costMatrix(const Mat<T>& Q, const Mat<T>& K, double p) {
+  Mat<T> C(Q.rows(), K.rows());
+  for (Eigen::Index i = 0; i < Q.rows(); ++i)
+    for (Eigen::Index j = 0; j < K.rows(); ++j) C(i, j) = groundCost<T>((Q.row(i) - K.row(j)).squaredNorm(), p);
+  return C;
+}
+
+// Λ·R^K: row r of the result mixes the key-rank rows of R^K that rank r is coupled to.
+template <class T>
+Mat<T> coupleRanks(const std::vector<RankCouplingEntry>& coupling, const Mat<T>& keySort, Eigen::Index nq) {
+  Mat<T> out = Mat<T>::Zero(nq, keySort.cols());
+  for (const auto& e : coupling) out.row(e.r) += T(e.mass) * keySort.row(e.s);
+  return out;
+}
+
+template <class T>
+struct SoftPlan {
+  Mat<T> plan;  // attention scale
+  Vec<T> costs;
+};
+
+// §4.2: U_l = R^Qᵀ Λ R^K with SoftSort matrices, D_l = <C, U_l>, accumulated over slices with the online
+// softmax of §4.4 so that only one n_q×n_k plan is held at a time.
+template <class T>
+SoftPlan<T> softPlan(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, const EspParams& p, Feedback& feedback) {
+  const Eigen::Index nq = Q.rows(), nk = K.rows();
+  const Mat<T> projQ = Q * theta.transpose(), projK = K * theta.transpose();
+  const auto coupling = rankCoupling(int(nq), int(nk), p.rankCoupling);
+  const Mat<T> C = costMatrix(Q, K, p.costExponent());
+  SoftPlan<T> s;
+  s.costs.resize(theta.rows());
+  Mat<T> acc = Mat<T>::Zero(nq, nk);
+  T runningMax = -std::numeric_limits<T>::infinity(), total = 0;
+  for (Eigen::Index l = 0; l < theta.rows(); ++l) {
+    feedback.throwIfCanceled();
+    const Mat<T> querySort = softSort<T>(projQ.col(l), p.sortTemp);
+    const Mat<T> keySort = softSort<T>(projK.col(l), p.sortTemp);
+    const Mat<T> U = querySort.transpose() * coupleRanks(coupling, keySort, nq);
+    s.costs(l) = (C.array() * U.array()).sum();
+    const T score = -T(p.tau) * s.costs(l);
+    const T newMax = std::max(runningMax, score);
+    const T decay = std::exp(runningMax - newMax), gain = std::exp(score - newMax);
+    acc = acc * decay + gain * U;
+    total = total * decay + gain;
+    runningMax = newMax;
+    feedback.setProgress(double(l + 1) / double(theta.rows()), "esp soft sort");
+  }
+  s.plan = acc * (T(nq) / total);
+  return s;
+}
+
+template <class T>
+Mat<T> matchingsMatrix(const std::vector<HardSlice>& slices, Eigen::Index nq) {
+  Mat<T> m(Eigen::Index(slices.size()), nq);
+  for (size_t l = 0; l < slices.size(); ++l)
+    for (Eigen::Index i = 0; i < nq; ++i) m(Eigen::Index(l), i) = T(slices[l].matching[i]);
+  return m;
+}
+
+template <class T>
+Mat<T> tieCounts(const std::vector<HardSlice>& slices) {
+  Mat<T> m(Eigen::Index(slices.size()), 1);
+  for (size_t l = 0; l < slices.size(); ++l) m(Eigen::Index(l), 0) = T(slices[l].tiedTokens);
+  return m;
+}
+
+// Targets in attention scale (§2.5): rows 1, columns n_q/n_k.
+template <class T>
+void setTargetsAndErrors(PlanResult<T>& r) {
+  const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
+  r.rowTarget = Vec<T>::Ones(nq);
+  r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
+  r.errors = marginalErrorsFromSums<T>(r.plan.rowwise().sum(), r.rowTarget, r.plan.colwise().sum().transpose(),
+                                       r.colTarget);
+  r.errorHistory = {r.errors};
+}
+
+template <class T>
+PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
+  const auto start = std::chrono::steady_clock::now();
+  const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
+  checkDenseSize(nq, nk, sizeof(T), "ESP");
+  const auto [Q, K] = queriesAndKeys(in, p);
+  const Mat<T> theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
+  const HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
+  const Vec<T> hardWeights = sliceWeights(hard.costs, p.tau);
+
+  PlanResult<T> r;
+  Vec<T> costs = hard.costs;
+  if (p.sort == SortMode::Soft) {
+    checkDenseSize(std::max(nq, nk), std::max(nq, nk), sizeof(T), "ESP SoftSort");
+    SoftPlan<T> soft = softPlan(Q, K, theta, p, feedback);
+    const Mat<T> hardAttention = hardPlan(hard, hardWeights, nq, nk);
+    r.extras[EspExtras::hardDistance] = Mat<T>::Constant(1, 1, (soft.plan - hardAttention).cwiseAbs().maxCoeff());
+    r.plan = std::move(soft.plan);
+    costs = soft.costs;
+  } else {
+    r.plan = hardPlan(hard, hardWeights, nq, nk);
+  }
+  if (in.V) r.output = r.plan * (*in.V);
+  setTargetsAndErrors(r);
+  r.extras[EspExtras::weights] = sliceWeights(costs, p.tau);
+  r.extras[EspExtras::costs] = costs;
+  r.extras[EspExtras::directions] = theta;
+  // Break-rule matchings in both modes (the permutations SoftSort approaches as sort_temp → 0).
+  r.extras[EspExtras::matchings] = matchingsMatrix<T>(hard.slices, nq);
+  r.extras[EspExtras::ties] = tieCounts<T>(hard.slices);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+// Matchings of the valid block index valid tokens: map them back to token indices, -1 at padded queries.
+template <class T>
+Mat<T> widenMatchings(const Mat<T>& sub, const std::vector<Eigen::Index>& valid, Eigen::Index n) {
+  Mat<T> out = Mat<T>::Constant(sub.rows(), n, T(-1));
+  for (Eigen::Index l = 0; l < sub.rows(); ++l)
+    for (size_t c = 0; c < valid.size(); ++c) out(l, valid[c]) = T(valid[Eigen::Index(sub(l, Eigen::Index(c)))]);
+  return out;
+}
+
+template <class T>
+Mat<T> lazyOnValid(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
+  const auto [Q, K] = queriesAndKeys(in, p);
+  const Mat<T> theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
+  const HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
+  const Vec<T> weights = sliceWeights(hard.costs, p.tau);
+  Mat<T> out = Mat<T>::Zero(Q.rows(), in.V->cols());
+  for (size_t l = 0; l < hard.slices.size(); ++l)
+    addSliceOutput(hard.slices[l], T(Q.rows()) * weights(Eigen::Index(l)), *in.V, out);
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+Vec<T> sliceWeights(const Vec<T>& costs, double tau) {
+  // Scalar std::exp: a far-off slice gets exactly 0 (Eigen's vectorised exp stops at a denormal), so large
+  // tau gives an exact one-hot weight and G = U_argmin (oracles O3, O4).
+  const Vec<T> e = (-T(tau) * (costs.array() - costs.minCoeff())).unaryExpr([](T x) { return std::exp(x); }).matrix();
+  return e / e.sum();
+}
+
+template <class T>
+PlanResult<T> espAttention(const AttentionInput<T>& input, const EspParams& params, Feedback& feedback) {
+  params.check();
+  validateInput(input);
+  PlanResult<T> r = runOnValidSubsequence<T>(
+      input, [&](const AttentionInput<T>& valid) { return espOnValid(valid, params, feedback); });
+  if (input.mask && !input.mask->all()) {
+    auto& m = r.extras[EspExtras::matchings];
+    m = widenMatchings<T>(m, validIndices(*input.mask), input.Q.rows());
+  }
+  return r;
+}
+
+template <class T>
+Mat<T> espLazyOutput(const AttentionInput<T>& input, const EspParams& params, Feedback& feedback) {
+  params.check();
+  validateInput(input);
+  if (params.sort != SortMode::Hard)
+    throw InvalidArgument("esp: the lazy path applies hard plans only; use sort=hard or the dense plan");
+  if (!input.V) throw InvalidArgument("esp: the lazy path computes O = A·V and needs V");
+  return applyOnValidSubsequence<T>(
+      input, [&](const AttentionInput<T>& valid) { return lazyOnValid(valid, params, feedback); });
+}
+
+template Vec<float> sliceWeights(const Vec<float>&, double);
+template Vec<double> sliceWeights(const Vec<double>&, double);
+template PlanResult<float> espAttention(const AttentionInput<float>&, const EspParams&, Feedback&);
+template PlanResult<double> espAttention(const AttentionInput<double>&, const EspParams&, Feedback&);
+template Mat<float> espLazyOutput(const AttentionInput<float>&, const EspParams&, Feedback&);
+template Mat<double> espLazyOutput(const AttentionInput<double>&, const EspParams&, Feedback&);
+
+namespace {
+class EspOperator : public TypedOperator<EspOperator> {
+ public:
+  explicit EspOperator(const ParamSet& params) : TypedOperator("esp", params), params_(EspParams::from(params)) {}
+  template <class T>
+  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
+    return espAttention(input, params_, feedback);
+  }
+  template <class T>
+  Mat<T> lazyOutput(const AttentionInput<T>& input, Feedback& feedback) const {
+    return espLazyOutput(input, params_, feedback);
+  }
+  bool hasLazyApply() const override { return params_.sort == SortMode::Hard; }
+
+ private:
+  EspParams params_;
+};
+}  // namespace
+
+void registerEsp(OperatorRegistry& registry) {
+  registry.add({"esp", "ESP (ESPFormer)",
+                "expected sliced transport plan: per-slice sorted matchings averaged with weights softmax(−tau·D_l); "
+                "exactly doubly stochastic with sort=hard",
+                espSchema(), [](const ParamSet& p) { return std::make_unique<EspOperator>(p); }});
+}
+
+}  // namespace tl

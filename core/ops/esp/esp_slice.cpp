@@ -1,0 +1,152 @@
+#include "ops/esp/esp_slice.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace tl {
+namespace {
+
+// Tokens by ascending value, stable by token index (README errata 6).
+template <class T>
+std::vector<int> ascendingOrder(const Vec<T>& values) {
+  std::vector<int> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values(a) < values(b); });
+  return order;
+}
+
+// First rank of each run of exactly equal values, plus the n sentinel; counts tokens in runs longer than 1.
+template <class T>
+std::vector<int> tieGroupStarts(const Vec<T>& values, const std::vector<int>& order, int& tiedTokens) {
+  const int n = int(order.size());
+  std::vector<int> starts;
+  for (int r = 0; r < n; ++r)
+    if (r == 0 || values(order[r]) != values(order[r - 1])) starts.push_back(r);
+  starts.push_back(n);
+  for (size_t g = 0; g + 1 < starts.size(); ++g)
+    if (starts[g + 1] - starts[g] > 1) tiedTokens += starts[g + 1] - starts[g];
+  return starts;
+}
+
+std::vector<int> singletonStarts(int n) {
+  std::vector<int> starts(n + 1);
+  std::iota(starts.begin(), starts.end(), 0);
+  return starts;
+}
+
+std::vector<int> groupOfRank(const std::vector<int>& starts) {
+  std::vector<int> group(starts.back());
+  for (size_t g = 0; g + 1 < starts.size(); ++g)
+    std::fill(group.begin() + starts[g], group.begin() + starts[g + 1], int(g));
+  return group;
+}
+
+// Λ's entries summed per (query group, key group): eq. 5's |R(i) ∩ R(j)|-type masses.
+std::vector<HardSlice::Block> groupBlocks(const std::vector<RankCouplingEntry>& coupling,
+                                          const std::vector<int>& queryGroup, const std::vector<int>& keyGroup) {
+  std::vector<HardSlice::Block> blocks;
+  blocks.reserve(coupling.size());
+  for (const auto& e : coupling) blocks.push_back({queryGroup[e.r], keyGroup[e.s], e.mass});
+  std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) {
+    return a.queryGroup != b.queryGroup ? a.queryGroup < b.queryGroup : a.keyGroup < b.keyGroup;
+  });
+  std::vector<HardSlice::Block> merged;
+  for (const auto& b : blocks) {
+    if (!merged.empty() && merged.back().queryGroup == b.queryGroup && merged.back().keyGroup == b.keyGroup)
+      merged.back().mass += b.mass;
+    else
+      merged.push_back(b);
+  }
+  return merged;
+}
+
+std::vector<int> breakRuleMatching(const std::vector<RankCouplingEntry>& coupling, const std::vector<int>& queryOrder,
+                                   const std::vector<int>& keyOrder) {
+  std::vector<int> matching(queryOrder.size(), -1);
+  std::vector<double> best(queryOrder.size(), 0.0);
+  for (const auto& e : coupling) {
+    if (e.mass > best[e.r]) {
+      best[e.r] = e.mass;
+      matching[queryOrder[e.r]] = keyOrder[e.s];
+    }
+  }
+  return matching;
+}
+
+}  // namespace
+
+template <class T>
+T groundCost(T squaredDistance, double p) {
+  if (p == 2) return squaredDistance;
+  if (p == 1) return std::sqrt(squaredDistance);
+  return std::pow(squaredDistance, T(p / 2));
+}
+
+template <class T>
+HardSlice hardSlice(const Vec<T>& queryProjection, const Vec<T>& keyProjection,
+                    const std::vector<RankCouplingEntry>& coupling, TiePolicy ties) {
+  HardSlice s;
+  s.queryOrder = ascendingOrder(queryProjection);
+  s.keyOrder = ascendingOrder(keyProjection);
+  s.queryGroupStart = tieGroupStarts(queryProjection, s.queryOrder, s.tiedTokens);
+  s.keyGroupStart = tieGroupStarts(keyProjection, s.keyOrder, s.tiedTokens);
+  if (ties == TiePolicy::Break) {
+    s.queryGroupStart = singletonStarts(int(queryProjection.size()));
+    s.keyGroupStart = singletonStarts(int(keyProjection.size()));
+  }
+  s.blocks = groupBlocks(coupling, groupOfRank(s.queryGroupStart), groupOfRank(s.keyGroupStart));
+  s.matching = breakRuleMatching(coupling, s.queryOrder, s.keyOrder);
+  return s;
+}
+
+template <class T>
+T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
+  T total = 0;
+  for (const auto& b : s.blocks) {
+    const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
+    const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
+    T blockCost = 0;
+    for (int r = q0; r < q1; ++r)
+      for (int c = k0; c < k1; ++c)
+        blockCost += groundCost<T>((Q.row(s.queryOrder[r]) - K.row(s.keyOrder[c])).squaredNorm(), p);
+    total += T(b.mass) * blockCost / T((q1 - q0) * (k1 - k0));
+  }
+  return total;
+}
+
+template <class T>
+void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan) {
+  for (const auto& b : s.blocks) {
+    const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
+    const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
+    const T entry = scale * T(b.mass) / T((q1 - q0) * (k1 - k0));
+    for (int r = q0; r < q1; ++r)
+      for (int c = k0; c < k1; ++c) plan(s.queryOrder[r], s.keyOrder[c]) += entry;
+  }
+}
+
+template <class T>
+void addSliceOutput(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& output) {
+  Vec<T> keySum(V.cols());
+  for (const auto& b : s.blocks) {
+    const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
+    const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
+    keySum.setZero();
+    for (int c = k0; c < k1; ++c) keySum += V.row(s.keyOrder[c]).transpose();
+    const T entry = scale * T(b.mass) / T((q1 - q0) * (k1 - k0));
+    for (int r = q0; r < q1; ++r) output.row(s.queryOrder[r]) += entry * keySum.transpose();
+  }
+}
+
+#define TL_ESP_SLICE(T)                                                                                         \
+  template T groundCost(T, double);                                                                             \
+  template HardSlice hardSlice(const Vec<T>&, const Vec<T>&, const std::vector<RankCouplingEntry>&, TiePolicy); \
+  template T sliceCost(const HardSlice&, const Mat<T>&, const Mat<T>&, double);                                 \
+  template void addSlicePlan(const HardSlice&, T, Mat<T>&);                                                     \
+  template void addSliceOutput(const HardSlice&, T, const Mat<T>&, Mat<T>&);
+TL_ESP_SLICE(float)
+TL_ESP_SLICE(double)
+#undef TL_ESP_SLICE
+
+}  // namespace tl

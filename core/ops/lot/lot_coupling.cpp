@@ -1,0 +1,112 @@
+#include "ops/lot/lot_coupling.h"
+
+#include <cmath>
+
+#include "ops/log_domain.h"
+#include "ops/marginals.h"
+
+namespace tl {
+namespace {
+
+// One entropic problem max <S,P> + eps·H(P) over Π(a, b) (lot.md §3.1), on X = S/eps. Potentials are
+// kept in eps units (ut = u/eps, vt = v/eps) so every single normalisation is one log-sum-exp.
+template <class T>
+class EntropicProblem {
+ public:
+  EntropicProblem(Mat<T> X, Vec<T> loga, Vec<T> logb)
+      : X_(std::move(X)), loga_(std::move(loga)), logb_(std::move(logb)), ut_(Vec<T>::Zero(X_.rows())),
+        vt_(Vec<T>::Zero(X_.cols())) {}
+
+  // Single normalisation t = 1, 2, ... (lot.md §3.3 `sinkhorn_log`): odd t closes the rows, even t the columns.
+  void normalise(int t) {
+    if (t % 2 == 1)
+      ut_ = loga_ - rowLogSumExp(X_, vt_);
+    else
+      vt_ = logb_ - colLogSumExp(X_, ut_);
+  }
+
+  Mat<T> plan() const { return ((X_.colwise() + ut_).rowwise() + vt_.transpose()).array().exp().matrix(); }
+  Vec<T> u(T eps) const { return eps * ut_; }
+  Vec<T> v(T eps) const { return eps * vt_; }
+
+ private:
+  Mat<T> X_;
+  Vec<T> loga_, logb_;
+  Vec<T> ut_, vt_;
+};
+
+// Marginal errors of A = n_q·P1 diag(1/w) P2 from its factors in O(n r) (lot.md §4.2):
+// A 1 = n_q·P1 (P2 1 / w), 1ᵀA = n_q·(P1ᵀ1 / w)ᵀ P2.
+template <class T>
+MarginalErrors composedErrors(const LotCoupling<T>& c) {
+  const Vec<T> invw = (-c.logw.array()).exp().matrix();
+  const T nq = T(c.P1.rows());
+  const Vec<T> rowSums = nq * (c.P1 * invw.cwiseProduct(c.P2.rowwise().sum()));
+  const Vec<T> colSums = nq * (c.P2.transpose() * invw.cwiseProduct(c.P1.colwise().sum().transpose()));
+  return marginalErrorsFromSums<T>(rowSums, c.rowTarget(), colSums, c.colTarget());
+}
+
+}  // namespace
+
+template <class T>
+Mat<T> LotCoupling<T>::apply(const Mat<T>& V) const {
+  const Vec<T> invw = (-logw.array()).exp().matrix();
+  const Mat<T> KV = invw.asDiagonal() * (P2 * V);  // r × d_v: diag(1/w) (P2 V)
+  return T(P1.rows()) * (P1 * KV);
+}
+
+template <class T>
+Mat<T> LotCoupling<T>::dense() const {
+  const Vec<T> invw = (-logw.array()).exp().matrix();
+  return T(P1.rows()) * (P1 * (invw.asDiagonal() * P2));
+}
+
+template <class T>
+Vec<T> LotCoupling<T>::rowTarget() const {
+  return Vec<T>::Ones(P1.rows());
+}
+
+template <class T>
+Vec<T> LotCoupling<T>::colTarget() const {
+  return Vec<T>::Constant(P2.cols(), T(P1.rows()) / T(P2.cols()));
+}
+
+template <class T>
+LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& Z, const Vec<T>& logw, double eps,
+                                int budget, bool trackErrors, Feedback& feedback) {
+  const T e = T(eps);
+  const Eigen::Index nq = Q.rows(), nk = K.rows();
+  const Vec<T> logQueries = Vec<T>::Constant(nq, -std::log(T(nq)));  // a = 1/n_q
+  const Vec<T> logKeys = Vec<T>::Constant(nk, -std::log(T(nk)));     // b = 1/n_k
+  // (1) queries → pivots on S1 = Q Zᵀ/√d; (2) pivots → keys on S2 = Z Kᵀ/√d (lot.md §3.4).
+  EntropicProblem<T> toPivots(Mat<T>(scores(Q, Z) / e), logQueries, logw);
+  EntropicProblem<T> fromPivots(Mat<T>(scores(Z, K) / e), logw, logKeys);
+
+  LotCoupling<T> c;
+  c.logw = logw;
+  for (int t = 1; t <= budget; ++t) {
+    feedback.throwIfCanceled();
+    toPivots.normalise(t);
+    fromPivots.normalise(t);
+    if (trackErrors || t == budget) {
+      c.P1 = toPivots.plan();
+      c.P2 = fromPivots.plan();
+    }
+    if (trackErrors) c.errorHistory.push_back(composedErrors(c));
+    feedback.setProgress(double(t) / budget, "lot");
+  }
+  c.u1 = toPivots.u(e);
+  c.v1 = toPivots.v(e);
+  c.u2 = fromPivots.u(e);
+  c.v2 = fromPivots.v(e);
+  return c;
+}
+
+template struct LotCoupling<float>;
+template struct LotCoupling<double>;
+template LotCoupling<float> solveLotCoupling(const Mat<float>&, const Mat<float>&, const Mat<float>&,
+                                             const Vec<float>&, double, int, bool, Feedback&);
+template LotCoupling<double> solveLotCoupling(const Mat<double>&, const Mat<double>&, const Mat<double>&,
+                                              const Vec<double>&, double, int, bool, Feedback&);
+
+}  // namespace tl

@@ -1,0 +1,181 @@
+// Banded Sinkhorn forward against spec/banded-sinkhorn.md §2 and its oracles 1–3 (as corrected by errata 18).
+#include "ops/banded/banded.h"
+
+#include <gtest/gtest.h>
+
+#include "ops/registry.h"
+#include "ops/score_geometry.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "support/test_util.h"
+
+namespace tl {
+namespace {
+
+using test::gaussian;
+using test::matricesNear;
+using test::near;
+using test::throwsWith;
+
+AttentionInput<double> makeInput(int nq, int nk, int d, uint64_t seed) {
+  AttentionInput<double> in;
+  in.Q = gaussian(nq, d, seed);
+  in.K = gaussian(nk, d, seed + 1);
+  in.V = gaussian(nk, 4, seed + 2);
+  return in;
+}
+
+BandedParams params(int W, int base, int tail, double eps = 1.0) {
+  BandedParams p;
+  p.W = W;
+  p.baseSteps = base;
+  p.tailSteps = tail;
+  p.eps = eps;
+  return p;
+}
+
+// Band storage agrees with the dense scores on the support, and its LSEs with a masked dense LSE.
+TEST(BandScores, MatchesMaskedDenseScores) {
+  const auto in = makeInput(13, 9, 4, 1);
+  const BandScores<double> band(in.Q, in.K, 0.7, 3);
+  const MatD S = test::referenceScores(in.Q, in.K) / 0.7;
+  const VecD u = gaussian(13, 1, 5).col(0), v = gaussian(9, 1, 6).col(0);
+  for (int i = 0; i < 13; ++i) {
+    double expected = 0;
+    bool any = false;
+    for (int j = 0; j < 9; ++j)
+      if (std::abs(i - j) <= 3) {
+        expected += std::exp(S(i, j) + v(j));
+        any = true;
+      }
+    const double got = band.rowLogSumExp(v)(i);
+    if (any) EXPECT_TRUE(near(got, std::log(expected), 1e-12)) << "row " << i;
+    else EXPECT_EQ(got, -test::kInf) << "row " << i << " has no support";
+  }
+  for (int j = 0; j < 9; ++j) {
+    double expected = 0;
+    for (int i = 0; i < 13; ++i)
+      if (std::abs(i - j) <= 3) expected += std::exp(S(i, j) + u(i));
+    EXPECT_TRUE(near(band.colLogSumExp(u)(j), std::log(expected), 1e-12)) << "col " << j;
+  }
+  EXPECT_FALSE(band.activeRows()(12));  // i = 12 ≥ n_k + W = 12: no key within the band
+  EXPECT_TRUE(band.activeRows()(11));
+}
+
+// With a band covering everything, banded Sinkhorn is Sinkhorn with budget T = 2·(base + tail).
+TEST(Banded, FullBandEqualsSinkhornWithEquivalentBudget) {
+  for (int base : {0, 1, 4})
+    for (int tail : {0, 1, 2}) {
+      if (base + tail == 0) continue;
+      const auto in = makeInput(20, 20, 8, 10 + base + tail);
+      SinkhornParams sp;
+      sp.T = 2 * (base + tail);
+      sp.eps = 0.6;
+      const auto s = sinkhornAttention(in, sp);
+      const auto b = bandedAttention(in, params(19, base, tail, 0.6));
+      EXPECT_TRUE(matricesNear(b.plan, s.plan, 1e-12)) << "base=" << base << " tail=" << tail;
+      EXPECT_TRUE(matricesNear(*b.output, *s.output, 1e-12));
+      EXPECT_EQ(b.errorHistory.size(), size_t(sp.T));
+    }
+}
+
+// Oracle 1: zero mass off the support, exactly; the lazy O(n·W) path equals the dense output.
+TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
+  for (int W : {0, 1, 5}) {
+    const auto in = makeInput(24, 24, 6, 30 + W);
+    const auto p = params(W, 6, 2);
+    const auto b = bandedAttention(in, p);
+    for (int i = 0; i < 24; ++i)
+      for (int j = 0; j < 24; ++j)
+        if (std::abs(i - j) > W) ASSERT_EQ(b.plan(i, j), 0.0) << i << "," << j;
+    EXPECT_TRUE(matricesNear(bandedOutput(in, p), *b.output, 1e-12));
+    EXPECT_TRUE(matricesNear(*b.output, MatD(b.plan * (*in.V)), 1e-12));
+    const auto op = OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse("banded:W=" + std::to_string(W)));
+    EXPECT_TRUE(op->hasLazyApply());
+  }
+}
+
+// Oracle 2: columns of P^(R,R) sum to 1 after the tail (f64 1e-12, f32 2e-5); a converged square problem
+// has rows within 1e-8 of 1 (square support at T = 200 full steps, errata 18).
+TEST(Banded, ColumnsExactAndRowsConverge) {
+  const auto in = makeInput(32, 32, 8, 40);
+  const auto b = bandedAttention(in, params(6, 3, 2));
+  EXPECT_LE((b.plan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  const auto f = bandedAttention(in.cast<float>(), params(6, 3, 2));
+  EXPECT_LE((f.plan.colwise().sum().array() - 1).abs().maxCoeff(), 2e-5);
+  const auto converged = bandedAttention(in, params(31, 200, 2));
+  EXPECT_LE((converged.plan.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-8);
+}
+
+// Rectangular supports: rows converge uniformly to n_k/|I_q| (labelled a mass mismatch); rows with no
+// support entry (i ≥ n_k + W) are inactive with zero mass and zero target.
+TEST(Banded, RectangularRowsConvergeToTheMassRatio) {
+  const auto in = makeInput(9, 6, 4, 50);
+  const auto b = bandedAttention(in, params(2, 3000, 2));
+  const VecD rows = b.plan.rowwise().sum();
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(near(rows(i), 6.0 / 8.0, 1e-8)) << "row " << i;
+  EXPECT_EQ(rows(8), 0.0);
+  EXPECT_EQ(b.rowTarget(8), 0.0);
+  EXPECT_TRUE(b.massMismatch);
+}
+
+// Oracle 3: adding a constant to the base pair's gauge changes nothing, and a per-row constant added to
+// the scores (here through an appended feature) leaves the output unchanged.
+TEST(Banded, RowShiftOfScoresLeavesOutputUnchanged) {
+  auto in = makeInput(16, 16, 5, 60);
+  const auto base = bandedAttention(in, params(4, 5, 2));
+  AttentionInput<double> shifted;
+  shifted.Q = MatD(16, 6);
+  shifted.K = MatD(16, 6);
+  // With an appended feature (q: a_i·√6, k: 1) and the old features scaled by (6/5)^{1/4} on both sides,
+  // S' = QKᵀ·√(6/5)/√6 + a_i = S + a_i exactly.
+  const VecD a = gaussian(16, 1, 61, 3.0).col(0);
+  const double rescale = std::sqrt(6.0 / 5.0);
+  shifted.Q << in.Q * std::sqrt(rescale), a * std::sqrt(6.0);
+  shifted.K << in.K * std::sqrt(rescale), VecD::Ones(16);
+  shifted.V = in.V;
+  const auto b = bandedAttention(shifted, params(4, 5, 2));
+  EXPECT_TRUE(matricesNear(*b.output, *base.output, 1e-12));
+}
+
+// Padded tokens are dropped (subsequence): their rows and columns are exactly 0 and their values do not matter.
+TEST(Banded, PaddedTokensCarryNothing) {
+  auto in = makeInput(12, 12, 4, 70);
+  in.mask = test::makeMask({true, true, true, true, true, true, true, true, true, false, false, false});
+  const auto b = bandedAttention(in, params(3, 5, 2));
+  for (int t : {9, 10, 11}) {
+    EXPECT_EQ(b.plan.row(t).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(b.plan.col(t).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(b.output->row(t).cwiseAbs().maxCoeff(), 0.0);
+  }
+  auto noisy = in;
+  noisy.Q.bottomRows(3) = gaussian(3, 4, 99, 50.0);
+  noisy.K.bottomRows(3) = gaussian(3, 4, 98, 50.0);
+  EXPECT_TRUE(test::matricesIdentical(bandedAttention(noisy, params(3, 5, 2)).plan, b.plan));
+}
+
+// Single active dustbin: the augmented system is balanced, and the real block plus the dustbin share gives
+// unit rows and columns.
+TEST(Banded, DustbinBalancesTheAugmentedSystem) {
+  const auto in = makeInput(15, 15, 4, 80);
+  auto p = params(2, 300, 2);
+  p.dustbin = true;
+  const auto b = bandedAttention(in, p);
+  ASSERT_EQ(b.plan.rows(), 15);
+  const VecD toDustbin = b.extras.at("banded_dustbin_query_mass").col(0);
+  const VecD fromDustbin = b.extras.at("banded_dustbin_key_mass").col(0);
+  EXPECT_TRUE(matricesNear(VecD(b.plan.rowwise().sum() + toDustbin), VecD::Ones(15), 1e-8));
+  EXPECT_TRUE(matricesNear(VecD(b.plan.colwise().sum().transpose() + fromDustbin), VecD::Ones(15), 1e-12));
+  EXPECT_GT(toDustbin.minCoeff(), 0.0);
+}
+
+TEST(Banded, BadParametersAreNamed) {
+  const auto& reg = OperatorRegistry::builtin();
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)reg.parse("banded:W=-1"); }, {"W"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)reg.create(reg.parse("banded:base_steps=0,tail_steps=0")); },
+                                          {"base_steps", "tail_steps"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)reg.parse("banded:mask_mode=keep-queries"); }, {"mask_mode"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)reg.parse("banded:eps=0"); }, {"eps"}));
+}
+
+}  // namespace
+}  // namespace tl

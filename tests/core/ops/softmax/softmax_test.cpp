@@ -1,0 +1,142 @@
+// Row softmax attention (the T = 1 Sinkhorn), spec/README.md conventions and asap.md §2.1, §2.5.
+#include "ops/softmax/softmax.h"
+
+#include <gtest/gtest.h>
+
+#include "ops/sinkhorn/sinkhorn.h"
+#include "support/test_util.h"
+
+namespace tl {
+namespace {
+
+using test::gaussian;
+using test::matricesNear;
+using test::near;
+using test::referenceRowSoftmax;
+using test::referenceScores;
+
+AttentionInput<double> makeInput(int n, int d, uint64_t seed, bool withV = false) {
+  AttentionInput<double> in;
+  in.Q = gaussian(n, d, seed);
+  in.K = gaussian(n, d, seed + 500);
+  if (withV) in.V = gaussian(n, 3, seed + 900);
+  return in;
+}
+
+SoftmaxParams params(MaskMode mode) {
+  SoftmaxParams p;
+  p.maskMode = mode;
+  return p;
+}
+
+TEST(Softmax, EqualsManualRowSoftmaxAndRowsSumToOne) {
+  for (int n : {1, 2, 3, 17, 64})
+    for (int d : {1, 8, 32}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " d=" << d);
+      const auto in = makeInput(n, d, 3 * n + d);
+      const auto r = softmaxAttention(in, SoftmaxParams{});
+      EXPECT_TRUE(matricesNear(r.plan, referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(), VecD::Ones(n), 1e-12));
+      EXPECT_LE(r.errors.rowMax, 1e-12);
+      const auto r32 = softmaxAttention(in.cast<float>(), SoftmaxParams{});
+      EXPECT_TRUE(matricesNear(r32.plan, r.plan, 1e-6));
+    }
+}
+
+// Large scores must not overflow (log-domain, never exponentiate unnormalised scores).
+TEST(Softmax, StableForLargeScores) {
+  auto in = makeInput(12, 8, 7);
+  in.Q *= 40.0;  // scores of several hundred
+  const auto r = softmaxAttention(in, SoftmaxParams{});
+  EXPECT_TRUE(r.plan.allFinite());
+  EXPECT_TRUE(matricesNear(r.plan, referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
+  const auto r32 = softmaxAttention(in.cast<float>(), SoftmaxParams{});
+  EXPECT_TRUE(r32.plan.allFinite());
+}
+
+// Softmax is the T = 1 Sinkhorn at eps = 1.
+TEST(Softmax, EqualsSinkhornBudgetOne) {
+  const auto in = makeInput(17, 8, 11);
+  SinkhornParams sp;
+  sp.T = 1;
+  sp.eps = 1.0;
+  EXPECT_TRUE(matricesNear(softmaxAttention(in, SoftmaxParams{}).plan, sinkhornAttention(in, sp).plan, 1e-14));
+}
+
+// Duals in score coordinates reproduce the plan: A = n·exp(S + u ⊕ v) (eps = 1), and v = 0 on valid keys.
+TEST(Softmax, DualsReproducePlan) {
+  const int n = 17;
+  const auto in = makeInput(n, 8, 13);
+  const auto r = softmaxAttention(in, SoftmaxParams{});
+  ASSERT_EQ(r.u.size(), n);
+  ASSERT_EQ(r.v.size(), n);
+  EXPECT_TRUE(matricesNear(r.v, VecD::Zero(n), 0.0));
+  EXPECT_TRUE(matricesNear(test::planFromDuals(referenceScores(in.Q, in.K), r.u, r.v, 1.0, n), r.plan, 1e-12));
+}
+
+TEST(Softmax, OutputIsPlanTimesValues) {
+  const auto in = makeInput(9, 4, 17, /*withV=*/true);
+  const auto r = softmaxAttention(in, SoftmaxParams{});
+  ASSERT_TRUE(r.output.has_value());
+  EXPECT_TRUE(matricesNear(*r.output, r.plan * *in.V, 1e-12));
+}
+
+// keep-queries: padded keys get exactly zero weight, every row (padded queries too) is a softmax over the
+// active keys; the duals (v = -inf on padded keys) still reproduce the plan.
+TEST(Softmax, KeepQueriesMasksKeys) {
+  const int n = 9;
+  const std::vector<bool> valid = {true, false, true, true, true, false, true, true, false};
+  auto in = makeInput(n, 4, 19);
+  in.mask = test::makeMask(valid);
+  const auto r = softmaxAttention(in, params(MaskMode::KeepQueries));
+  const MatD S = referenceScores(in.Q, in.K);
+  for (int j = 0; j < n; ++j)
+    if (!valid[j]) {
+      EXPECT_EQ(r.plan.col(j).cwiseAbs().maxCoeff(), 0.0) << "padded key " << j;
+    }
+  EXPECT_TRUE(matricesNear(r.plan, referenceRowSoftmax(S, valid), 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(), VecD::Ones(n), 1e-12));
+  EXPECT_TRUE(matricesNear(test::planFromDuals(S, r.u, r.v, 1.0, n), r.plan, 1e-12));
+  EXPECT_LE(r.errors.rowMax, 1e-12);
+  for (int j = 0; j < n; ++j) {
+    if (!valid[j]) {
+      EXPECT_EQ(r.colTarget(j), 0.0) << "padded key column target (errata 2)";
+    }
+  }
+  const auto r32 = softmaxAttention(in.cast<float>(), params(MaskMode::KeepQueries));
+  EXPECT_TRUE(matricesNear(r32.plan, r.plan, 1e-6));
+  for (int j = 0; j < n; ++j) {
+    if (!valid[j]) {
+      EXPECT_EQ(r32.plan.col(j).cwiseAbs().maxCoeff(), 0.0f) << "float32 padded key " << j;
+    }
+  }
+}
+
+// subsequence (default): padded rows and columns are zero, valid rows are a softmax over valid keys.
+TEST(Softmax, SubsequenceDropsPaddedTokens) {
+  const int n = 9;
+  const std::vector<bool> valid = {true, false, true, true, true, false, true, true, false};
+  auto in = makeInput(n, 4, 23);
+  in.mask = test::makeMask(valid);
+  EXPECT_EQ(SoftmaxParams{}.maskMode, MaskMode::Subsequence);
+  const auto r = softmaxAttention(in, SoftmaxParams{});
+  MatD expected = referenceRowSoftmax(referenceScores(in.Q, in.K), valid);
+  for (int i = 0; i < n; ++i)
+    if (!valid[i]) expected.row(i).setZero();
+  EXPECT_TRUE(matricesNear(r.plan, expected, 1e-12));
+  for (int i = 0; i < n; ++i) {
+    if (valid[i]) continue;
+    EXPECT_EQ(r.plan.row(i).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(r.plan.col(i).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(r.u(i), -test::kInf);
+    EXPECT_EQ(r.v(i), -test::kInf);
+  }
+}
+
+TEST(Softmax, SingleTokenIsOne) {
+  const auto in = makeInput(1, 5, 29);
+  EXPECT_TRUE(near(softmaxAttention(in, SoftmaxParams{}).plan(0, 0), 1.0, 1e-15));
+}
+
+}  // namespace
+}  // namespace tl

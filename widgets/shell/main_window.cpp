@@ -1,0 +1,258 @@
+#include "widgets/shell/main_window.h"
+
+#include <QDockWidget>
+#include <QLabel>
+#include <QMenuBar>
+#include <QScrollArea>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <algorithm>
+
+#include "cuda/backend.h"
+#include "widgets/panels/operator_panel.h"
+#include "widgets/panels/source_panel.h"
+#include "widgets/shell/engine_bridge.h"
+#include "widgets/shell/view_factory.h"
+
+namespace tl {
+namespace {
+
+// Docks that join another's place as tabs: the [CLS] maps (a wide figure) the bottom tabs, the prediction
+// the 3-D view's place, which has nothing to draw for a checkpoint. raiseModelViews brings them up.
+const std::map<std::string, std::string> kTabbedWith = {{"cls", "compare"}, {"prediction", "cloud3d"}};
+
+// A model session lists the model views, so `tlens render` of the saved session draws them too.
+void includeModelViews(Session& session) {
+  if (session.source.kind != SourceSpec::Kind::Model) return;
+  for (const char* name : {"cls", "prediction"})
+    if (std::find(session.views.begin(), session.views.end(), name) == session.views.end()) session.views.push_back(name);
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const Session& session, const QString& path, QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("TransportLens");
+  engine_ = new EngineBridge(this);
+  connect(engine_, &EngineBridge::resultReady, this, &MainWindow::showResult);
+  connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
+  connect(engine_, &EngineBridge::progress, this, [this](quint64 id, double fraction, const QString& stage) {
+    if (id == latestRequest_) busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
+  });
+  buildDocks();
+  buildMenus();
+  buildStatusBar();
+  resize(1500, 950);  // after the docks: building them lays the window out on the way, at other sizes
+
+  connect(sourcePanel_, &SourcePanel::sourceChanged, this, [this](const SourceSpec& source) {
+    session_.source = source;
+    includeModelViews(session_);
+    submit();
+  });
+  connect(sourcePanel_, &SourcePanel::swapScopeChanged, this, [this](SwapScope scope) {
+    session_.swapScope = scope;
+    if (session_.source.kind == SourceSpec::Kind::Model) submit();
+  });
+  setAcceptDrops(true);
+  connect(operatorPanel_, &OperatorPanel::operatorsChanged, this, [this] {
+    session_.operators = operatorPanel_->operators();
+    submit();
+  });
+  connect(operatorPanel_, &OperatorPanel::precisionChanged, this, [this](Precision precision) {
+    session_.precision = precision;
+    submit();
+  });
+  loadSession(session, path);
+}
+
+MainWindow::~MainWindow() = default;
+
+// The plan heatmap is the centre; panels on the left, convergence and 3-D on the right.
+void MainWindow::buildDocks() {
+  setDockNestingEnabled(true);
+  // The panels run the full height on the left; the bottom tabs span the plan and the right column.
+  setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+  auto dock = [this](const QString& title, QWidget* content, Qt::DockWidgetArea area, const QString& id) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(id);
+    d->setWidget(content);
+    addDockWidget(area, d);
+    return d;
+  };
+  sourcePanel_ = new SourcePanel(this);
+  operatorPanel_ = new OperatorPanel(this);
+  QDockWidget* sourceDock = dock(tr("Source"), sourcePanel_, Qt::LeftDockWidgetArea, "sourceDock");
+  // Two operator forms (compare mode) are taller than a screen: the panel scrolls.
+  auto* operatorScroll = new QScrollArea(this);
+  operatorScroll->setWidget(operatorPanel_);
+  operatorScroll->setWidgetResizable(true);
+  operatorScroll->setFrameShape(QFrame::NoFrame);
+  operatorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  QDockWidget* operatorDock = dock(tr("Operator"), operatorScroll, Qt::LeftDockWidgetArea, "operatorDock");
+  splitDockWidget(sourceDock, operatorDock, Qt::Vertical);
+
+  // Plan in the centre; convergence and 3-D stacked on the right; the comparison and the family views
+  // (wide figures) as tabs along the bottom, raised when compare mode or the primary family calls for them.
+  std::vector<QDockWidget*> rightDocks, bottomDocks;
+  for (const std::string& name : knownViews()) {
+    View* v = makeView(name, this).release();
+    views_.push_back(v);
+    if (name == "plan") {
+      setCentralWidget(v);
+      continue;
+    }
+    if (auto tabbed = kTabbedWith.find(name); tabbed != kTabbedWith.end()) {
+      viewDocks_[name] = dock(v->title(), v, dockWidgetArea(viewDocks_.at(tabbed->second)),
+                              QString::fromStdString(name) + "Dock");
+      continue;
+    }
+    const bool bottom = name != "convergence" && name != "cloud3d";
+    QDockWidget* d = dock(v->title(), v, bottom ? Qt::BottomDockWidgetArea : Qt::RightDockWidgetArea,
+                          QString::fromStdString(name) + "Dock");
+    (bottom ? bottomDocks : rightDocks).push_back(d);
+    viewDocks_[name] = d;
+  }
+  for (size_t i = 1; i < rightDocks.size(); ++i) splitDockWidget(rightDocks[i - 1], rightDocks[i], Qt::Vertical);
+  for (size_t i = 1; i < bottomDocks.size(); ++i) tabifyDockWidget(bottomDocks[0], bottomDocks[i]);
+  // Tabbed last: once the column is split (splitting moves a dock out of its tab group), and once the bottom
+  // docks are tabs (a tabify can lay the window out, and side by side they would widen it); the partner stays up.
+  for (const auto& tabbed : kTabbedWith) {
+    tabifyDockWidget(viewDocks_.at(tabbed.second), viewDocks_.at(tabbed.first));
+    viewDocks_.at(tabbed.second)->raise();
+  }
+  resizeDocks({sourceDock}, {330}, Qt::Horizontal);
+  if (!rightDocks.empty()) resizeDocks({rightDocks.front()}, {520}, Qt::Horizontal);
+  if (!bottomDocks.empty()) resizeDocks({bottomDocks.front()}, {400}, Qt::Vertical);
+}
+
+// Raises the view that explains the new result, only when what it shows changes (compare mode switched,
+// or another primary family), so a tab the user picked stays up while sliders move.
+void MainWindow::raiseRelevantView(const SessionResult& result) {
+  if (result.runs.empty()) return;
+  const std::string key = result.runs.size() > 1 ? std::string("compare") : result.runs.front().spec.family;
+  if (key == raisedFor_) return;
+  raisedFor_ = key;
+  // In a model session the [CLS] maps keep the bottom tabs; only turning compare mode on takes them over.
+  if (result.model && key != "compare") return;
+  auto it = viewDocks_.find(key);
+  if (it == viewDocks_.end()) return;
+  it->second->raise();
+  // The bottom tabs hold wide, multi-panel figures: give them room when they come up.
+  if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < 420)
+    resizeDocks({it->second}, {420}, Qt::Vertical);
+}
+
+void MainWindow::raiseModelViews(bool model) {
+  if (model == modelViewsRaised_) return;
+  modelViewsRaised_ = model;
+  for (const auto& tabbed : kTabbedWith) viewDocks_.at(model ? tabbed.first : tabbed.second)->raise();
+  // The [CLS] maps are the figure of a model session: the bottom tabs get most of the window's height.
+  if (model) resizeDocks({viewDocks_.at("cls")}, {height() * 9 / 20}, Qt::Vertical);
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open session…"), QKeySequence::Open, this, &MainWindow::openSessionFile);
+  file->addAction(tr("&Save session"), QKeySequence::Save, this, [this] { saveSessionFile(false); });
+  file->addAction(tr("Save session &as…"), QKeySequence::SaveAs, this, [this] { saveSessionFile(true); });
+  file->addSeparator();
+  file->addAction(tr("Open .&npy…"), this, [this] { sourcePanel_->openNpy(); });
+  addCheckpointActions(file);
+  file->addSeparator();
+  QMenu* exportMenu = file->addMenu(tr("&Export view"));
+  for (View* v : views_) {
+    QAction* action = exportMenu->addAction(v->title() + "…", this, [this, v] { exportView(v); });
+    action->setObjectName(QString::fromStdString("export:" + v->viewName()));
+  }
+  file->addAction(tr("Export &plan as .npy / .csv…"), this, &MainWindow::exportPlanFile);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  viewMenu_ = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
+}
+
+void MainWindow::buildStatusBar() {
+  backend_ = new QLabel(QString::fromStdString(backendLabel()), this);
+  size_ = new QLabel(this);
+  timing_ = new QLabel(this);
+  marginal_ = new QLabel(this);
+  busy_ = new QLabel(this);
+  marginal_->setObjectName("statusMarginal");
+  marginal_->setToolTip(tr("max over rows and columns of |sum − target| in attention scale"));
+  statusBar()->addWidget(busy_);
+  for (QLabel* l : {size_, timing_, marginal_, backend_}) {
+    l->setStyleSheet("QLabel { padding: 0 10px; }");
+    statusBar()->addPermanentWidget(l);
+  }
+}
+
+void MainWindow::loadSession(const Session& session, const QString& path) {
+  session_ = session;
+  sessionPath_ = path;
+  setWindowTitle(path.isEmpty() ? "TransportLens" : "TransportLens — " + path);
+  includeModelViews(session_);
+  sourcePanel_->setSource(session_.source);
+  sourcePanel_->setSwapScope(session_.swapScope);
+  if (session_.operators.empty()) session_.operators.push_back(operatorPanel_->spec());
+  operatorPanel_->setOperators(session_.operators);
+  operatorPanel_->setPrecision(session_.precision);
+  for (View* v : views_) {
+    if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
+  }
+  submit();
+}
+
+Session MainWindow::currentSession() const {
+  Session s = session_;
+  for (View* v : views_) s.viewState[v->viewName()] = v->saveState();
+  return s;
+}
+
+View* MainWindow::view(const std::string& name) const {
+  auto it = std::find_if(views_.begin(), views_.end(), [&](View* v) { return v->viewName() == name; });
+  return it == views_.end() ? nullptr : *it;
+}
+
+void MainWindow::submit() {
+  latestRequest_ = engine_->submit(session_);
+  busy_->setText(tr("computing…"));
+}
+
+void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
+  last_ = result;
+  sourcePanel_->showModel(result->model.get());
+  for (View* v : views_) v->setResult(result);
+  raiseRelevantView(*result);
+  raiseModelViews(result->model != nullptr);
+  if (result->requestId >= latestRequest_) busy_->clear();
+  if (!result->runs.empty()) {
+    const PlanResult<double>& r = result->runs.front().result;
+    const int nq = result->input ? result->input->nQueries() : int(r.plan.rows());
+    const int nk = result->input ? result->input->nKeys() : int(r.plan.cols());
+    size_->setText(nq == nk ? QStringLiteral("n = %1").arg(nq) : QStringLiteral("n_q = %1, n_k = %2").arg(nq).arg(nk));
+    timing_->setText(tr("compute %1 ms (total %2 ms)").arg(r.seconds * 1e3, 0, 'f', 1).arg(result->seconds * 1e3, 0, 'f', 1));
+    const double error = std::max(r.errors.rowMax, r.errors.colMax);
+    marginal_->setText(tr("%1 %2").arg(r.massMismatch ? tr("mass mismatch") : tr("marginal error")).arg(error, 0, 'e', 2));
+  }
+  emit resultShown(result);
+}
+
+// Engine failures come from live edits: one non-modal box (reused) so sliders keep working, and the
+// last good result stays on screen.
+void MainWindow::showError(quint64 requestId, const QString& message) {
+  if (requestId >= latestRequest_) busy_->clear();
+  reportError(tr("The computation failed"), message);
+}
+
+void MainWindow::reportError(const QString& what, const QString& message) {
+  statusBar()->showMessage(what + ": " + message, 10000);
+  if (!errorBox_) {
+    errorBox_ = new QMessageBox(QMessageBox::Warning, "TransportLens", {}, QMessageBox::Ok, this);
+    errorBox_->setWindowModality(Qt::NonModal);
+  }
+  errorBox_->setText(what);
+  errorBox_->setInformativeText(message);
+  errorBox_->show();
+}
+
+}  // namespace tl

@@ -1,0 +1,91 @@
+#include "widgets/views/banded_view.h"
+
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "common/params.h"
+#include "widgets/plot/plot_style.h"
+
+namespace tl {
+
+BandedView::BandedView(QWidget* parent) : FamilyView(parent) {
+  auto* content = new QWidget(this);
+  auto* layout = new QVBoxLayout(content);
+  layout->setContentsMargins(2, 2, 2, 2);
+  QCPLayoutGrid* grid = makePlot(content, tr("Banded support"), QSize(420, 240), captionFont());
+
+  QCPColorGradient twoTone;
+  twoTone.setColorStopAt(0, QColor(240, 240, 240));
+  twoTone.setColorStopAt(1, QColor(59, 81, 139));
+  twoTone.setLevelCount(2);
+  mask_ = addMatrixMap(plot_, grid, 0, 0, tr("query i"), tr("key j"), twoTone);
+
+  auto* tileCell = new QCPLayoutGrid;
+  grid->addElement(0, 1, tileCell);
+  tileTitle_ = new QCPTextElement(plot_, tr("per-tile marginal error"), captionFont());
+  auto* tileRect = new QCPAxisRect(plot_);
+  tileCell->addElement(0, 0, tileTitle_);
+  tileCell->addElement(1, 0, tileRect);
+  tileCell->setRowStretchFactors({0.01, 1});
+  QCPAxis* x = tileRect->axis(QCPAxis::atBottom);
+  QCPAxis* y = tileRect->axis(QCPAxis::atLeft);
+  styleAxis(x, tr("tile b"));
+  styleAxis(y, tr("max |sum − target|"));
+  x->setTicker(integerTicker());
+  x->grid()->setVisible(false);
+  auto* group = new QCPBarsGroup(plot_);
+  rowErrors_ = makeIndexBars(x, y, rowColor());
+  colErrors_ = makeIndexBars(x, y, colColor());
+  for (QCPBars* b : {rowErrors_, colErrors_}) {
+    b->setWidth(0.38);
+    b->setBarsGroup(group);
+  }
+  rowErrors_->setName(tr("rows (queries)"));
+  colErrors_->setName(tr("columns (keys)"));
+  tileRect->insetLayout()->addElement(new QCPLegend, Qt::AlignTop | Qt::AlignRight);
+  auto* legend = static_cast<QCPLegend*>(tileRect->insetLayout()->elementAt(0));
+  legend->setFont(QFont("DejaVu Sans", 8));
+  legend->setBrush(QColor(255, 255, 255, 220));
+  for (QCPBars* b : {rowErrors_, colErrors_}) legend->addItem(new QCPPlottableLegendItem(legend, b));
+  grid->setColumnStretchFactors({1, 1});
+  grid->setColumnSpacing(14);
+  layout->addWidget(plot_, 1);
+  setContent(content);
+}
+
+void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
+  result_ = std::move(result);
+  const OperatorRun* run = primaryRunOf(result_.get(), "banded");
+  if (!run) {
+    showMessage(otherFamilyMessage("banded", result_.get()));
+    if (result_) emit redrawn(result_->requestId);
+    return;
+  }
+  showContent();
+  W_ = int(getInt(run->spec.params, "W"));
+  const int tile = int(getInt(run->spec.params, "tile"));
+  const int nq = result_->input ? result_->input->nQueries() : int(run->result.plan.rows());
+  const int nk = result_->input ? result_->input->nKeys() : int(run->result.plan.cols());
+  MatD M(nq, nk);
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < nk; ++j) M(i, j) = std::abs(i - j) <= W_ ? 1.0 : 0.0;
+  fillMatrixMap(mask_, M, 0, 1);
+  mask_.scale->setVisible(false);  // two colours: the title says which is the support
+  mask_.title->setText(tr("support |i − j| ≤ W = %1  (%2 of %3 entries)").arg(W_).arg(M.sum()).arg(M.size()));
+  heading_->setText(tr("Band mask and per-tile errors  —  %1").arg(operatorCaption(run->spec).replace(QChar(0x0a), QChar(0x20))));
+  tileTitle_->setText(tr("per-tile marginal error (tile = %1)").arg(tile));
+
+  const MatD rows = extra(*run, "banded_tile_row_errors"), cols = extra(*run, "banded_tile_col_errors");
+  fillIndexBars(rowErrors_, rows.size() ? VecD(rows.col(0)) : VecD());
+  fillIndexBars(colErrors_, cols.size() ? VecD(cols.col(0)) : VecD());
+  const double hi = std::max(rows.size() ? rows.maxCoeff() : 0.0, cols.size() ? cols.maxCoeff() : 0.0);
+  rowErrors_->valueAxis()->setRange(0, hi > 0 ? hi * 1.25 : 1e-12);  // room for the legend
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  emit redrawn(result_->requestId);
+}
+
+int BandedView::tileCount() const { return showingContent() ? rowErrors_->data()->size() : 0; }
+double BandedView::tileRowError(int tile) const { return rowErrors_->data()->at(tile)->value; }
+double BandedView::tileColError(int tile) const { return colErrors_->data()->at(tile)->value; }
+
+}  // namespace tl

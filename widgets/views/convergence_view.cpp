@@ -1,0 +1,162 @@
+#include "widgets/views/convergence_view.h"
+
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "widgets/plot/plot_export.h"
+#include "widgets/plot/plot_style.h"
+
+namespace tl {
+namespace {
+
+// After a row step the rows are exact (error ~1e-16) and the columns carry the error, and the other way round
+// after a column step, so each side's curve zigzags across 16 decades. The informative curve is the worse
+// side per step; the per-side values are drawn as dots on request.
+struct Curve {
+  const char* label;
+  double (*value)(const MarginalErrors&);
+  enum Hue { Worst, Row, Col } hue;
+  bool mean;
+  bool dotsOnly;
+};
+const Curve kCurves[] = {
+    {"max error (worse side)", [](const MarginalErrors& e) { return std::max(e.rowMax, e.colMax); }, Curve::Worst, false, false},
+    {"mean error (worse side)", [](const MarginalErrors& e) { return std::max(e.rowMean, e.colMean); }, Curve::Worst, true, false},
+    {"row max", [](const MarginalErrors& e) { return e.rowMax; }, Curve::Row, false, true},
+    {"col max", [](const MarginalErrors& e) { return e.colMax; }, Curve::Col, false, true},
+    {"row mean", [](const MarginalErrors& e) { return e.rowMean; }, Curve::Row, true, true},
+    {"col mean", [](const MarginalErrors& e) { return e.colMean; }, Curve::Col, true, true}};
+
+QColor hueColor(Curve::Hue hue) {
+  switch (hue) {
+    case Curve::Row: return rowColor();
+    case Curve::Col: return colColor();
+    case Curve::Worst: break;
+  }
+  return QColor(40, 40, 40);
+}
+
+// Further operators in compare mode get darker shades of the same two hues.
+QColor shade(QColor base, int runIndex) { return runIndex == 0 ? base : base.darker(100 + 45 * runIndex); }
+
+}  // namespace
+
+ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  auto* bar = new QHBoxLayout;
+  perSide_ = new QCheckBox(tr("per side"), this);
+  perSide_->setObjectName("perSide");
+  perSide_->setToolTip(tr("Also plot the row and column errors separately (dots): the side just closed is exact"));
+  bar->addWidget(perSide_);
+  showMeans_ = new QCheckBox(tr("show means"), this);
+  showMeans_->setObjectName("showMeans");
+  showMeans_->setToolTip(tr("Also plot the mean |sum − target| (dashed)"));
+  bar->addWidget(showMeans_);
+  bar->addStretch(1);
+  layout->addLayout(bar);
+
+  plot_ = new QCustomPlot(this);
+  plot_->setMinimumSize(320, 220);
+  plot_->plotLayout()->insertRow(0);
+  heading_ = new QCPTextElement(plot_, tr("Marginal error per step"), captionFont());
+  plot_->plotLayout()->addElement(0, 0, heading_);
+  styleAxis(plot_->xAxis, tr("step t (single normalisations, rows first)"));
+  styleAxis(plot_->yAxis, tr("max |sum − target|"));
+  plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+  auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+  ticker->setLogBase(10);
+  ticker->setSubTickCount(0);
+  plot_->yAxis->setTicker(ticker);
+  plot_->yAxis->setNumberFormat("eb");
+  plot_->yAxis->setNumberPrecision(0);
+  plot_->xAxis->setTicker(integerTicker());
+  // The legend sits in a row under the axes, where it never covers a curve.
+  plot_->legend->setVisible(true);
+  plot_->legend->setFont(QFont("DejaVu Sans", 9));
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot_->legend->setWrap(2);
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->addElement(2, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(2, 0.001);
+  plot_->plotLayout()->setRowSpacing(0);
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  layout->addWidget(plot_, 1);
+
+  for (QCheckBox* box : {perSide_, showMeans_})
+    connect(box, &QCheckBox::toggled, this, [this] {
+      rebuild();
+      plot_->replot();
+    });
+}
+
+void ConvergenceView::setResult(std::shared_ptr<const SessionResult> result) {
+  result_ = std::move(result);
+  rebuild();
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  if (result_) emit redrawn(result_->requestId);
+}
+
+void ConvergenceView::rebuild() {
+  plot_->clearGraphs();
+  if (!result_ || result_->runs.empty()) return;
+  const bool compare = result_->runs.size() > 1;
+  int steps = 1;
+  double lowest = 1, highest = kErrorFloor;
+  for (size_t r = 0; r < result_->runs.size(); ++r) {
+    const OperatorRun& run = result_->runs[r];
+    const auto& history = run.result.errorHistory;
+    steps = std::max(steps, int(history.size()));
+    for (const Curve& curve : kCurves) {
+      if (curve.mean && !showMeans_->isChecked()) continue;
+      if (curve.dotsOnly && !perSide_->isChecked()) continue;
+      QCPGraph* g = plot_->addGraph();
+      const QString prefix = compare ? QString::fromStdString(run.spec.family) + " " : QString();
+      g->setName(prefix + curve.label);
+      const QColor color = shade(hueColor(curve.hue), int(r));
+      QPen pen(color, curve.hue == Curve::Worst && !curve.mean ? 1.6 : 1.0, curve.mean ? Qt::DashLine : Qt::SolidLine);
+      g->setPen(pen);
+      if (curve.dotsOnly) {
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(QCPScatterStyle(curve.mean ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssDisc, color,
+                                           curve.mean ? Qt::white : color, 4));
+      } else if (history.size() <= 60 && !curve.mean) {
+        // Markers while individual steps are distinguishable (and for T = 1, a single point).
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 5));
+      }
+      QVector<double> t, e;
+      for (size_t s = 0; s < history.size(); ++s) {
+        const double value = std::max(curve.value(history[s]), kErrorFloor);
+        t.push_back(double(s + 1));
+        e.push_back(value);
+        lowest = std::min(lowest, value);
+        highest = std::max(highest, value);
+      }
+      g->setData(t, e, true);
+    }
+  }
+  plot_->xAxis->setRange(0.5, steps + 0.5);
+  plot_->yAxis->setRange(lowest / 3, std::max(highest * 3, lowest * 10));
+  const OperatorRun& first = result_->runs.front();
+  heading_->setText(compare ? tr("Marginal error per step (%1 operators)").arg(result_->runs.size())
+                            : operatorCaption(first.spec));
+}
+
+nlohmann::json ConvergenceView::saveState() const {
+  return {{"showMeans", showMeans_->isChecked()}, {"perSide", perSide_->isChecked()}};
+}
+
+void ConvergenceView::restoreState(const nlohmann::json& state) {
+  showMeans_->setChecked(stateValue(state, "showMeans", false));
+  perSide_->setChecked(stateValue(state, "perSide", false));
+}
+
+void ConvergenceView::exportFigure(const std::string& path, const std::string& format,
+                                   const ExportSettings& settings) const {
+  exportPlot(*plot_, path, format, settings);
+}
+
+}  // namespace tl

@@ -1,0 +1,67 @@
+#pragma once
+// The attention plan A (rows = queries i, columns = keys j) as a colour map with its colour scale, and the
+// row and column sums as bar plots along the right and top edges, aligned cell for cell with the map.
+// Dashed lines mark the operator's declared marginal targets, so a plan that is not doubly stochastic
+// shows where. Hovering a cell reads out i, j and A_ij.
+#include <memory>
+
+#include "widgets/views/view.h"
+
+class QCheckBox;
+class QLabel;
+class QCustomPlot;
+class QCPAxisRect;
+class QCPColorMap;
+class QCPColorScale;
+class QCPBars;
+class QCPGraph;
+class QCPTextElement;
+
+namespace tl {
+
+class PlanHeatmapView : public View {
+  Q_OBJECT
+ public:
+  explicit PlanHeatmapView(QWidget* parent = nullptr);
+
+  std::string viewName() const override { return "plan"; }
+  QString title() const override { return tr("Transport plan"); }
+  void setResult(std::shared_ptr<const SessionResult> result) override;
+  nlohmann::json saveState() const override;
+  void restoreState(const nlohmann::json& state) override;
+  std::vector<std::string> exportFormats() const override { return {"png", "svg", "pdf"}; }
+  void exportFigure(const std::string& path, const std::string& format,
+                    const ExportSettings& settings) const override;
+
+  // What the map holds (tests compare it with the core result). In log mode values below the colour
+  // floor are drawn at the floor.
+  int queries() const;
+  int keys() const;
+  double cellValue(int query, int key) const;
+  bool logColor() const;
+  void setLogColor(bool on);
+  QCustomPlot* plot() const { return plot_; }
+
+ private:
+  void buildLayout();
+  void fillMap();
+  void fillSums();
+  void onHover(QMouseEvent* event);
+
+  std::shared_ptr<const SessionResult> result_;
+  QCheckBox* logToggle_ = nullptr;
+  QLabel* hover_ = nullptr;
+  QCustomPlot* plot_ = nullptr;
+  QCPTextElement* heading_ = nullptr;
+  QCPAxisRect* mapRect_ = nullptr;
+  QCPAxisRect* colSumRect_ = nullptr;
+  QCPAxisRect* rowSumRect_ = nullptr;
+  QCPColorMap* map_ = nullptr;
+  QCPColorScale* scale_ = nullptr;
+  QCPBars* rowSums_ = nullptr;
+  QCPBars* colSums_ = nullptr;
+  QCPGraph* rowTarget_ = nullptr;
+  QCPGraph* colTarget_ = nullptr;
+};
+
+}  // namespace tl
