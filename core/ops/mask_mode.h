@@ -6,6 +6,7 @@
 //                 every query row is kept with mu = 1/n.
 #include <string>
 
+#include "common/param_bindings.h"
 #include "common/params.h"
 
 namespace tl {
@@ -16,5 +17,11 @@ MaskMode parseMaskMode(const std::string& text);
 const char* maskModeName(MaskMode mode);
 // The schema entry every family declares; `keepQueriesSupported` = false restricts the choices.
 ParamSpec maskModeSpec(bool keepQueriesSupported);
+
+// Binds `mask_mode` to P::maskMode.
+template <class P>
+ParamBindings<P>& bindMaskMode(ParamBindings<P>& bindings, bool keepQueriesSupported) {
+  return bindings.parsed(maskModeSpec(keepQueriesSupported), &P::maskMode, parseMaskMode, maskModeName);
+}
 
 }  // namespace tl

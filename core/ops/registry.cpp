@@ -1,5 +1,7 @@
 #include "ops/registry.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 #include "ops/asap/asap.h"
 #include "ops/banded/banded.h"
@@ -30,6 +32,41 @@ const OperatorRegistry& OperatorRegistry::builtin() {
     return r;
   }();
   return registry;
+}
+
+bool FamilyInfo::supports(Backend backend) const {
+  return std::find(backends.begin(), backends.end(), backend) != backends.end();
+}
+
+std::vector<std::string> OperatorRegistry::familiesOn(Backend backend) const {
+  std::vector<std::string> names;
+  for (const auto& f : families_)
+    if (f.supports(backend)) names.push_back(f.name);
+  return names;
+}
+
+const char* backendName(Backend backend) {
+  switch (backend) {
+    case Backend::Cpu: return "cpu";
+    case Backend::Cuda: return "cuda";
+    case Backend::Torch: return "torch";
+  }
+  return "cpu";
+}
+
+const char* deviceChoiceName(DeviceChoice choice) {
+  switch (choice) {
+    case DeviceChoice::Cpu: return "cpu";
+    case DeviceChoice::Cuda: return "cuda";
+    case DeviceChoice::Auto: return "auto";
+  }
+  return "cpu";
+}
+
+DeviceChoice parseDeviceChoice(const std::string& text) {
+  for (DeviceChoice c : {DeviceChoice::Cpu, DeviceChoice::Cuda, DeviceChoice::Auto})
+    if (text == deviceChoiceName(c)) return c;
+  throw InvalidArgument("device '" + text + "' is not one of cpu, cuda, auto");
 }
 
 void OperatorRegistry::add(FamilyInfo family) { families_.push_back(std::move(family)); }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/params.h"
+#include "ops/backend.h"
 #include "ops/operator.h"
 
 namespace tl {
@@ -18,6 +19,10 @@ struct FamilyInfo {
   // Builds an operator from parameters already resolved against `schema`; may throw InvalidArgument
   // for combinations the schema alone cannot express.
   std::function<std::unique_ptr<Operator>(const ParamSet&)> create;
+  // The implementations this build has, cpu first (ops/backend.h). The CUDA equivalence suite and the
+  // LibTorch normalisers enumerate the families through this list instead of keeping their own.
+  std::vector<Backend> backends{Backend::Cpu};
+  bool supports(Backend backend) const;
 };
 
 // A family plus its resolved parameters: what Session JSON stores and "family:key=value" strings mean.
@@ -37,6 +42,8 @@ class OperatorRegistry {
   const std::vector<FamilyInfo>& families() const { return families_; }
   // Throws InvalidArgument listing the known families.
   const FamilyInfo& get(const std::string& name) const;
+  // Names of the families that `backend` implements, in registry order.
+  std::vector<std::string> familiesOn(Backend backend) const;
 
   // "sinkhorn:T=10,eps=0.5" → resolved spec (defaults filled, ranges checked).
   OperatorSpec parse(const std::string& text) const;

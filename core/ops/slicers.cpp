@@ -4,7 +4,7 @@
 
 #include "common/errors.h"
 #include "data/random.h"
-#include "io/npy.h"
+#include "io/npy_cache.h"
 
 namespace tl {
 namespace {
@@ -34,7 +34,7 @@ Slicer parseSlicer(const std::string& text) {
 MatD readSliceFile(const std::string& path) {
   MatD theta;
   try {
-    theta = readNpyMatrix<double>(path);
+    theta = readNpyMatrixCached(path);
   } catch (const FileError& e) {
     throw FileError(std::string("slices = ") + path + ": " + e.what());
   }

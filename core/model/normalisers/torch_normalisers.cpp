@@ -1,5 +1,7 @@
 #include "model/normalisers/torch_normalisers.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -308,7 +310,8 @@ class LotNormaliser : public TorchNormaliserImpl {
 }  // namespace
 
 bool hasTorchNormaliser(const std::string& family) {
-  return family == "softmax" || family == "sinkhorn" || family == "esp" || family == "lot";
+  const std::vector<std::string> families = OperatorRegistry::builtin().familiesOn(Backend::Torch);
+  return std::find(families.begin(), families.end(), family) != families.end();
 }
 
 TorchNormaliser makeTorchNormaliser(const OperatorSpec& spec, int heads, int headDim) {
@@ -327,9 +330,11 @@ TorchNormaliser makeTorchNormaliser(const OperatorSpec& spec, int heads, int hea
   }
   if (resolved.family == "esp") return std::make_shared<EspNormaliser>(std::move(resolved), headDim);
   if (resolved.family == "lot") return std::make_shared<LotNormaliser>(std::move(resolved), heads, headDim);
-  throw InvalidArgument(resolved.family +
-                        " has no LibTorch (trainable) version; a model can use softmax, sinkhorn, esp or lot, and "
-                        "every family can be swapped into a trained model through the core path");
+  std::string trainable;
+  for (const auto& family : OperatorRegistry::builtin().familiesOn(Backend::Torch))
+    trainable += (trainable.empty() ? "" : ", ") + family;
+  throw InvalidArgument(resolved.family + " has no LibTorch (trainable) version; a model can use " + trainable +
+                        ", and every family can be swapped into a trained model through the core path");
 }
 
 }  // namespace tl

@@ -5,11 +5,11 @@
 #include <limits>
 
 #include "common/errors.h"
-#include "io/npy.h"
+#include "io/npy_cache.h"
 #include "ops/asap/sliced_potentials.h"
+#include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
-#include "ops/registry.h"
 #include "ops/score_geometry.h"
 #include "ops/subsequence.h"
 
@@ -81,32 +81,59 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   return r;
 }
 
-AsapVariant parseVariant(const std::string& s) { return s == "asap0" ? AsapVariant::Asap0 : AsapVariant::TwoSided; }
-Closing parseClosing(const std::string& s) { return s == "row" ? Closing::Row : Closing::Column; }
-
 }  // namespace
 
-AsapParams AsapParams::from(const ParamSet& params) {
-  AsapParams p;
-  p.variant = parseVariant(getString(params, "variant"));
-  p.closing = parseClosing(getString(params, "closing"));
-  p.eps = getReal(params, "eps");
-  p.maskMode = parseMaskMode(getString(params, "mask_mode"));
+AsapVariant parseAsapVariant(const std::string& text) {
+  if (text == "two-sided") return AsapVariant::TwoSided;
+  if (text == "asap0") return AsapVariant::Asap0;
+  throw InvalidArgument("asap: variant = '" + text + "' is not valid; expected two-sided or asap0");
+}
+const char* asapVariantName(AsapVariant variant) { return variant == AsapVariant::Asap0 ? "asap0" : "two-sided"; }
+
+Closing parseClosing(const std::string& text) {
+  if (text == "column") return Closing::Column;
+  if (text == "row") return Closing::Row;
+  throw InvalidArgument("asap: closing = '" + text + "' is not valid; expected column or row");
+}
+const char* closingName(Closing closing) { return closing == Closing::Row ? "row" : "column"; }
+
+const ParamBindings<AsapParams>& asapParamBindings() {
+  static const ParamBindings<AsapParams> bindings = [] {
+    auto vector = [](const ParamValue& path) -> VecD { return readNpyMatrixCached(std::get<std::string>(path)).reshaped(); };
+    ParamBindings<AsapParams> b;
+    b.parsed(choiceParam("variant", {"two-sided", "asap0"},
+                         "two-sided = three closures (col, row, col); asap0 = one key-side closure"),
+             &AsapParams::variant, parseAsapVariant, asapVariantName);
+    b.parsed(choiceParam("closing", {"column", "row"}, "side of the last closure of two-sided ASAP"),
+             &AsapParams::closing, parseClosing, closingName);
+    b.field(positiveParam("eps", 1.0, "temperature dividing the scores (the teacher's eps)"), &AsapParams::eps);
+    b.custom(pathParam("slices", "slice bank Θ of the compiled layer (.npy, L×d)"),
+             [](AsapParams& p, const ParamValue& path) { p.slices = readNpyMatrixCached(std::get<std::string>(path)); });
+    b.custom(pathParam("beta", "coefficients β of the compiled layer (.npy, length L)"),
+             [vector](AsapParams& p, const ParamValue& path) { p.beta = vector(path); });
+    b.custom(pathParam("dual", "source dual u in score coordinates (.npy, length n) instead of slices+beta"),
+             [vector](AsapParams& p, const ParamValue& path) { p.dual = vector(path); });
+    bindMaskMode(b, true);
+    return b;
+  }();
+  return bindings;
+}
+
+AsapParams::AsapParams() { asapParamBindings().fillDefaults(*this); }
+
+AsapParams AsapParams::from(const ParamSet& resolved) {
+  AsapParams p = asapParamBindings().fill(resolved);
   if (p.variant == AsapVariant::Asap0 && p.closing == Closing::Row)
     throw InvalidArgument("asap: variant=asap0 always ends on the key side (exact columns); use variant=two-sided "
                           "for closing=row");
-  const auto slices = getOptionalString(params, "slices"), beta = getOptionalString(params, "beta"),
-             dual = getOptionalString(params, "dual");
-  if (dual) {
-    if (slices || beta) throw InvalidArgument("asap: give either dual=PATH.npy or slices=PATH.npy with beta=PATH.npy, not both");
-    p.dual = readNpyMatrix<double>(*dual).reshaped();
+  if (p.dual) {
+    if (p.slices || p.beta)
+      throw InvalidArgument("asap: give either dual=PATH.npy or slices=PATH.npy with beta=PATH.npy, not both");
     return p;
   }
-  if (!slices || !beta)
+  if (!p.slices || !p.beta)
     throw InvalidArgument("asap needs a compiled layer (slices=PATH.npy, L×d, and beta=PATH.npy, length L) or a "
                           "source dual (dual=PATH.npy, score coordinates, e.g. u.npy from `tlens plan`)");
-  p.slices = readNpyMatrix<double>(*slices);
-  p.beta = readNpyMatrix<double>(*beta).reshaped();
   if (p.beta->size() != p.slices->rows())
     throw InvalidArgument("asap: beta has " + std::to_string(p.beta->size()) + " entries but slices has L = " +
                           std::to_string(p.slices->rows()) + " rows; beta needs one coefficient per slice");
@@ -116,8 +143,7 @@ AsapParams AsapParams::from(const ParamSet& params) {
 
 template <class T>
 PlanResult<T> asapAttention(const AttentionInput<T>& input, const AsapParams& params, Feedback&) {
-  if (!(params.eps > 0) || !std::isfinite(params.eps))
-    throw InvalidArgument("asap: eps = " + std::to_string(params.eps) + " is not valid; expected eps > 0");
+  asapParamBindings().check(params, "asap");
   validateInput(input);
   if (params.maskMode == MaskMode::KeepQueries) return asapDense(input, params, input.mask);
   if (params.dual && input.mask && !input.mask->all()) {
@@ -135,34 +161,13 @@ PlanResult<T> asapAttention(const AttentionInput<T>& input, const AsapParams& pa
 template PlanResult<float> asapAttention(const AttentionInput<float>&, const AsapParams&, Feedback&);
 template PlanResult<double> asapAttention(const AttentionInput<double>&, const AsapParams&, Feedback&);
 
-namespace {
-class AsapOperator : public TypedOperator<AsapOperator> {
- public:
-  explicit AsapOperator(const ParamSet& params) : TypedOperator("asap", params), params_(AsapParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return asapAttention(input, params_, feedback);
-  }
-
- private:
-  AsapParams params_;
-};
-
-}  // namespace
-
 void registerAsap(OperatorRegistry& registry) {
-  registry.add({"asap", "ASAP",
-                "compiled Sinkhorn layer: sliced-potential dual prediction + entropic c-transforms (needs slices+beta "
-                "files, or a dual)",
-                ParamSchema({choiceParam("variant", {"two-sided", "asap0"},
-                                         "two-sided = three closures (col, row, col); asap0 = one key-side closure"),
-                             choiceParam("closing", {"column", "row"}, "side of the last closure of two-sided ASAP"),
-                             positiveParam("eps", 1.0, "temperature dividing the scores (the teacher's eps)"),
-                             pathParam("slices", "slice bank Θ of the compiled layer (.npy, L×d)"),
-                             pathParam("beta", "coefficients β of the compiled layer (.npy, length L)"),
-                             pathParam("dual", "source dual u in score coordinates (.npy, length n) instead of slices+beta"),
-                             maskModeSpec(true)}),
-                [](const ParamSet& p) { return std::make_unique<AsapOperator>(p); }});
+  registry.add(familyInfo<AsapParams>(
+      {{"asap", "ASAP",
+        "compiled Sinkhorn layer: sliced-potential dual prediction + entropic c-transforms (needs slices+beta "
+        "files, or a dual)"},
+       asapParamBindings()},
+      [](const auto& input, const AsapParams& p, Feedback& f) { return asapAttention(input, p, f); }));
 }
 
 }  // namespace tl

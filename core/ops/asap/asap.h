@@ -13,6 +13,7 @@
 
 #include "common/attention_input.h"
 #include "common/feedback.h"
+#include "common/param_bindings.h"
 #include "ops/mask_mode.h"
 #include "ops/plan_result.h"
 
@@ -23,19 +24,27 @@ class OperatorRegistry;
 enum class AsapVariant { Asap0, TwoSided };
 enum class Closing { Column, Row };
 
+AsapVariant parseAsapVariant(const std::string& text);  // "two-sided" | "asap0"
+const char* asapVariantName(AsapVariant variant);
+Closing parseClosing(const std::string& text);  // "column" | "row"
+const char* closingName(Closing closing);
+
 struct AsapParams {
-  AsapVariant variant = AsapVariant::TwoSided;
-  Closing closing = Closing::Column;
-  double eps = 1.0;
-  MaskMode maskMode = MaskMode::Subsequence;
-  // Either the compiled layer (slices L×d, beta L) or a source dual (n) in score coordinates.
+  AsapVariant variant;
+  Closing closing;
+  double eps;
+  MaskMode maskMode;
+  // Either the compiled layer (slices L×d, beta L) or a source dual (n) in score coordinates, read from the
+  // files the `slices`, `beta`, `dual` parameters name (io/npy_cache.h).
   std::optional<MatD> slices;
   std::optional<VecD> beta;
   std::optional<VecD> dual;
 
-  // Reads the files named by `slices`, `beta`, `dual`; checks shapes against each other.
-  static AsapParams from(const ParamSet& params);
+  AsapParams();  // the schema's defaults (no files)
+  // Reads the files; checks that exactly one of dual or slices+beta is given and that their shapes agree.
+  static AsapParams from(const ParamSet& resolved);
 };
+const ParamBindings<AsapParams>& asapParamBindings();
 
 template <class T>
 PlanResult<T> asapAttention(const AttentionInput<T>& input, const AsapParams& params,

@@ -6,15 +6,41 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/mask_mode.h"
-#include "ops/registry.h"
 #include "ops/score_geometry.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
 #include "ops/subsequence.h"
 
 namespace tl {
+
+const ParamBindings<BandedParams>& bandedParamBindings() {
+  static const ParamBindings<BandedParams> bindings = [] {
+    ParamBindings<BandedParams> b;
+    b.field(intParam("W", 0, 1e7, 16, "half-band width: (i, j) in the support iff |i − j| ≤ W", 256), &BandedParams::W);
+    b.field(intParam("base_steps", 0, 1e5, 15, "stopped base: full (row+column) steps, centred", 200),
+            &BandedParams::baseSteps);
+    b.field(intParam("tail_steps", 0, 1e5, 2, "differentiable tail: full (row+column) steps, raw", 8),
+            &BandedParams::tailSteps);
+    b.field(intParam("tile", 1, 1e6, 64, "tile size for the per-tile marginal errors", 512), &BandedParams::tile);
+    b.field(positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"), &BandedParams::eps);
+    b.field(boolParam("dustbin", false, "single active dustbin token per side (unit mass; makes the support dense)"),
+            &BandedParams::dustbin);
+    bindMaskMode(b, false);
+    return b;
+  }();
+  return bindings;
+}
+
 namespace {
+
+// Ranges through the schema; the one combination it cannot express.
+void checkBandedParams(const BandedParams& p) {
+  bandedParamBindings().check(p, "banded");
+  if (p.baseSteps + p.tailSteps < 1)
+    throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
+}
 
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -109,8 +135,7 @@ PlanResult<T> bandedDense(const AttentionInput<T>& original, const BandedParams&
 
 template <class T>
 PlanResult<T> bandedRun(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback, bool formPlan) {
-  if (params.baseSteps + params.tailSteps < 1)
-    throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
+  checkBandedParams(params);
   validateInput(input);
   // Padding: the band acts on the valid sub-sequence (mask_mode=subsequence), so with padding inside the
   // sequence neighbours are counted among valid tokens, not raw positions.
@@ -121,16 +146,11 @@ PlanResult<T> bandedRun(const AttentionInput<T>& input, const BandedParams& para
 
 }  // namespace
 
-BandedParams BandedParams::from(const ParamSet& params) {
-  BandedParams p;
-  p.W = int(getInt(params, "W"));
-  p.baseSteps = int(getInt(params, "base_steps"));
-  p.tailSteps = int(getInt(params, "tail_steps"));
-  p.tile = int(getInt(params, "tile"));
-  p.eps = getReal(params, "eps");
-  p.dustbin = getBool(params, "dustbin");
-  if (p.baseSteps + p.tailSteps < 1)
-    throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
+BandedParams::BandedParams() { bandedParamBindings().fillDefaults(*this); }
+
+BandedParams BandedParams::from(const ParamSet& resolved) {
+  BandedParams p = bandedParamBindings().fill(resolved);
+  checkBandedParams(p);
   return p;
 }
 
@@ -150,39 +170,14 @@ template PlanResult<double> bandedAttention(const AttentionInput<double>&, const
 template Mat<float> bandedOutput(const AttentionInput<float>&, const BandedParams&, Feedback&);
 template Mat<double> bandedOutput(const AttentionInput<double>&, const BandedParams&, Feedback&);
 
-namespace {
-class BandedOperator : public TypedOperator<BandedOperator> {
- public:
-  explicit BandedOperator(const ParamSet& params) : TypedOperator("banded", params), params_(BandedParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return bandedAttention(input, params_, feedback);
-  }
-  template <class T>
-  Mat<T> lazyOutput(const AttentionInput<T>& input, Feedback& feedback) const {
-    return bandedOutput(input, params_, feedback);
-  }
-
- private:
-  BandedParams params_;
-};
-
-}  // namespace
-
 void registerBanded(OperatorRegistry& registry) {
-  registry.add(
-      {"banded", "Banded Sinkhorn",
-       "unit-target Sinkhorn on the band |i−j| ≤ W (raw indices; on rectangles rows i ≥ n_k+W have no support), "
-       "stopped base + tail; equivalent budget T = 2·(base_steps+tail_steps)",
-       ParamSchema({intParam("W", 0, 1e7, 16, "half-band width: (i, j) in the support iff |i − j| ≤ W", 256),
-                    intParam("base_steps", 0, 1e5, 15, "stopped base: full (row+column) steps, centred", 200),
-                    intParam("tail_steps", 0, 1e5, 2, "differentiable tail: full (row+column) steps, raw", 8),
-                    intParam("tile", 1, 1e6, 64, "tile size for the per-tile marginal errors", 512),
-                    positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"),
-                    boolParam("dustbin", false,
-                              "single active dustbin token per side (unit mass; makes the support dense)"),
-                    maskModeSpec(false)}),
-       [](const ParamSet& p) { return std::make_unique<BandedOperator>(p); }});
+  registry.add(familyInfo<BandedParams>(
+      {{"banded", "Banded Sinkhorn",
+        "unit-target Sinkhorn on the band |i−j| ≤ W (raw indices; on rectangles rows i ≥ n_k+W have no support), "
+        "stopped base + tail; equivalent budget T = 2·(base_steps+tail_steps)"},
+       bandedParamBindings()},
+      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedAttention(input, p, f); },
+      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedOutput(input, p, f); }));
 }
 
 }  // namespace tl

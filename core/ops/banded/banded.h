@@ -7,7 +7,9 @@
 // Duals are written in score coordinates (errata 3): A = n_q·exp((S + u ⊕ v)/eps) on the support.
 #include "common/attention_input.h"
 #include "common/feedback.h"
+#include "common/param_bindings.h"
 #include "common/params.h"
+#include "ops/mask_mode.h"
 #include "ops/plan_result.h"
 
 namespace tl {
@@ -15,15 +17,19 @@ namespace tl {
 class OperatorRegistry;
 
 struct BandedParams {
-  int W = 16;
-  int baseSteps = 15;
-  int tailSteps = 2;
-  int tile = 64;
-  double eps = 1.0;
-  bool dustbin = false;
-  static BandedParams from(const ParamSet& params);
+  int W;          // half-band width: (i, j) in the support iff |i − j| ≤ W
+  int baseSteps;  // stopped base, full (row + column) steps
+  int tailSteps;  // differentiable tail, full steps
+  int tile;       // tile size of the per-tile marginal errors
+  double eps;
+  bool dustbin;
+  MaskMode maskMode;  // subsequence only
+  BandedParams();  // the schema's defaults
+  // InvalidArgument when base_steps + tail_steps = 0.
+  static BandedParams from(const ParamSet& resolved);
   int budget() const { return 2 * (baseSteps + tailSteps); }
 };
+const ParamBindings<BandedParams>& bandedParamBindings();
 
 template <class T>
 PlanResult<T> bandedAttention(const AttentionInput<T>& input, const BandedParams& params,

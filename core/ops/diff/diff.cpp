@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "ops/family.h"
 #include "ops/marginals.h"
-#include "ops/registry.h"
 #include "ops/softmax/softmax.h"
 #include "ops/subsequence.h"
 
@@ -40,19 +40,26 @@ PlanResult<T> diffOnValid(const AttentionInput<T>& in, double lambda, Feedback& 
 
 }  // namespace
 
-DiffParams DiffParams::from(const ParamSet& params) {
-  DiffParams p;
-  p.lambda = getReal(params, "lambda");
-  p.maskMode = parseMaskMode(getString(params, "mask_mode"));
-  return p;
+const ParamBindings<DiffParams>& diffParamBindings() {
+  static const ParamBindings<DiffParams> bindings = [] {
+    ParamSpec lambda = realParam("lambda", -2, 2, 0.5,
+                                 "DiffTransformer mixing weight: A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h)");
+    lambda.uiMin = 0;  // the slider covers the usual range; the entry box accepts [-2, 2]
+    lambda.uiMax = 1;
+    ParamBindings<DiffParams> b;
+    b.field(lambda, &DiffParams::lambda);
+    bindMaskMode(b, false);
+    return b;
+  }();
+  return bindings;
 }
+
+DiffParams::DiffParams() { diffParamBindings().fillDefaults(*this); }
+DiffParams DiffParams::from(const ParamSet& resolved) { return diffParamBindings().fill(resolved); }
 
 template <class T>
 PlanResult<T> diffAttention(const AttentionInput<T>& input, const DiffParams& params, Feedback& feedback) {
-  if (!std::isfinite(params.lambda))
-    throw InvalidArgument("diff: lambda = " + std::to_string(params.lambda) + " is not valid; expected a finite number");
-  if (params.maskMode == MaskMode::KeepQueries)
-    throw InvalidArgument("diff: mask_mode = keep-queries is not supported; use mask_mode=subsequence");
+  diffParamBindings().check(params, "diff");
   validateInput(input);
   if (input.Q.cols() % 2 != 0)
     throw InvalidArgument("diff: the head dimension d = " + std::to_string(input.Q.cols()) +
@@ -64,30 +71,13 @@ PlanResult<T> diffAttention(const AttentionInput<T>& input, const DiffParams& pa
 template PlanResult<float> diffAttention(const AttentionInput<float>&, const DiffParams&, Feedback&);
 template PlanResult<double> diffAttention(const AttentionInput<double>&, const DiffParams&, Feedback&);
 
-namespace {
-class DiffOperator : public TypedOperator<DiffOperator> {
- public:
-  explicit DiffOperator(const ParamSet& params) : TypedOperator("diff", params), params_(DiffParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return diffAttention(input, params_, feedback);
-  }
-
- private:
-  DiffParams params_;
-};
-}  // namespace
-
 void registerDiff(OperatorRegistry& registry) {
-  ParamSpec lambda = realParam("lambda", -2, 2, 0.5,
-                               "DiffTransformer mixing weight: A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h)");
-  lambda.uiMin = 0;  // the slider covers the usual range; the entry box accepts [-2, 2]
-  lambda.uiMax = 1;
-  registry.add({"diff", "DiffTransformer",
-                "difference of two softmax maps from the two halves of the head dimension (Q = [Q1|Q2], K = [K1|K2], "
-                "d must be even); not a transport plan: entries can be negative, rows sum to 1 − lambda",
-                ParamSchema({lambda, maskModeSpec(false)}),
-                [](const ParamSet& p) { return std::make_unique<DiffOperator>(p); }});
+  registry.add(familyInfo<DiffParams>(
+      {{"diff", "DiffTransformer",
+        "difference of two softmax maps from the two halves of the head dimension (Q = [Q1|Q2], K = [K1|K2], d must "
+        "be even); not a transport plan: entries can be negative, rows sum to 1 − lambda"},
+       diffParamBindings()},
+      [](const auto& input, const DiffParams& p, Feedback& f) { return diffAttention(input, p, f); }));
 }
 
 }  // namespace tl

@@ -7,6 +7,7 @@
 // row error shows |lambda|. The per-head GroupNorm and (1 − λ_init) factor belong to the layer, not here.
 #include "common/attention_input.h"
 #include "common/feedback.h"
+#include "common/param_bindings.h"
 #include "ops/mask_mode.h"
 #include "ops/plan_result.h"
 
@@ -15,10 +16,12 @@ namespace tl {
 class OperatorRegistry;
 
 struct DiffParams {
-  double lambda = 0.5;
-  MaskMode maskMode = MaskMode::Subsequence;
-  static DiffParams from(const ParamSet& params);
+  double lambda;  // weight of the second softmax map
+  MaskMode maskMode;
+  DiffParams();  // the schema's defaults
+  static DiffParams from(const ParamSet& resolved);
 };
+const ParamBindings<DiffParams>& diffParamBindings();
 
 template <class T>
 PlanResult<T> diffAttention(const AttentionInput<T>& input, const DiffParams& params,

@@ -6,9 +6,9 @@
 
 #include "common/errors.h"
 #include "ops/esp/soft_sort.h"
+#include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
-#include "ops/registry.h"
 #include "ops/subsequence.h"
 
 namespace tl {
@@ -225,30 +225,16 @@ template PlanResult<double> espAttention(const AttentionInput<double>&, const Es
 template Mat<float> espLazyOutput(const AttentionInput<float>&, const EspParams&, Feedback&);
 template Mat<double> espLazyOutput(const AttentionInput<double>&, const EspParams&, Feedback&);
 
-namespace {
-class EspOperator : public TypedOperator<EspOperator> {
- public:
-  explicit EspOperator(const ParamSet& params) : TypedOperator("esp", params), params_(EspParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return espAttention(input, params_, feedback);
-  }
-  template <class T>
-  Mat<T> lazyOutput(const AttentionInput<T>& input, Feedback& feedback) const {
-    return espLazyOutput(input, params_, feedback);
-  }
-  bool hasLazyApply() const override { return params_.sort == SortMode::Hard; }
-
- private:
-  EspParams params_;
-};
-}  // namespace
-
 void registerEsp(OperatorRegistry& registry) {
-  registry.add({"esp", "ESP (ESPFormer)",
-                "expected sliced transport plan: per-slice sorted matchings averaged with weights softmax(−tau·D_l); "
-                "exactly doubly stochastic with sort=hard",
-                espSchema(), [](const ParamSet& p) { return std::make_unique<EspOperator>(p); }});
+  registry.add(familyInfo<EspParams>(
+      {{"esp", "ESP (ESPFormer)",
+        "expected sliced transport plan: per-slice sorted matchings averaged with weights softmax(−tau·D_l); "
+        "exactly doubly stochastic with sort=hard"},
+       espParamBindings(),
+       {Backend::Torch}},
+      [](const auto& input, const EspParams& p, Feedback& f) { return espAttention(input, p, f); },
+      [](const auto& input, const EspParams& p, Feedback& f) { return espLazyOutput(input, p, f); },
+      [](const EspParams& p) { return p.sort == SortMode::Hard; }));
 }
 
 }  // namespace tl

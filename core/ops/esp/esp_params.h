@@ -1,6 +1,7 @@
 #pragma once
 // ESP parameters (spec/README.md glossary: tau, p, slicer, L, sort, sort_temp; the rest are [ours] choices
 // of spec/esp.md §2.5, §2.6, §10.2, §10.6) and the schema that drives CLI, GUI and Session JSON.
+#include "common/param_bindings.h"
 #include "common/params.h"
 #include "ops/esp/esp_slice.h"
 #include "ops/esp/rank_coupling.h"
@@ -15,23 +16,23 @@ enum class SortMode { Hard, Soft };
 enum class EspCompat { Paper, ReferenceCode };
 
 struct EspParams {
-  double tau = 0.1;  // inverse temperature of the slice weights w = softmax(−tau·D)
-  double p = 2;      // ground-cost exponent; compat=reference-code uses 1 instead
-  SortMode sort = SortMode::Hard;
-  double sortTemp = 1e-3;  // SoftSort temperature t
-  TiePolicy ties = TiePolicy::Split;
+  double tau;  // inverse temperature of the slice weights w = softmax(−tau·D)
+  double p;    // ground-cost exponent; compat=reference-code uses 1 instead
+  SortMode sort;
+  double sortTemp;  // SoftSort temperature t
+  TiePolicy ties;
   SliceSpec slices;  // slicer, L, seed, file directions
-  RankCoupling rankCoupling = RankCoupling::NorthWestCorner;  // n_q ≠ n_k (§2.5)
-  EspCompat compat = EspCompat::Paper;
-  MaskMode maskMode = MaskMode::Subsequence;
+  RankCoupling rankCoupling;  // n_q ≠ n_k (docs/operators/esp.md#unequal-sizes)
+  EspCompat compat;
+  MaskMode maskMode;
 
+  EspParams();  // the schema's defaults (no slice file)
   // Reads the slice file when slicer=file (errors name `slices`) and checks the combination.
-  static EspParams from(const ParamSet& params);
+  static EspParams from(const ParamSet& resolved);
   double costExponent() const { return compat == EspCompat::ReferenceCode ? 1.0 : p; }
-  // Throws InvalidArgument naming the parameter (tau, p, sort_temp, L, slices, mask_mode).
+  // Ranges through the schema, then the combinations it cannot express; InvalidArgument naming the parameter.
   void check() const;
 };
-
-ParamSchema espSchema();
+const ParamBindings<EspParams>& espParamBindings();
 
 }  // namespace tl

@@ -6,37 +6,32 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "io/npy.h"
+#include "io/npy_cache.h"
+#include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/lot/lot_coupling.h"
-#include "ops/registry.h"
 #include "ops/subsequence.h"
 
 namespace tl {
 namespace {
 
+// Ranges through the schema (docs/operators/lot.md#parameters); then the combinations it cannot express.
 void validateParams(const LotParams& p) {
-  if (p.T < 1) throw InvalidArgument("lot: T = " + std::to_string(p.T) + " is not valid; expected T >= 1");
-  if (!(p.eps > 0) || !std::isfinite(p.eps))
-    throw InvalidArgument("lot: eps = " + std::to_string(p.eps) + " is not valid; expected eps > 0");
-  if (!(p.massTemp > 0) || !std::isfinite(p.massTemp))
-    throw InvalidArgument("lot: mass_temp = " + std::to_string(p.massTemp) + " is not valid; expected mass_temp > 0");
-  if (p.r < 1) throw InvalidArgument("lot: r = " + std::to_string(p.r) + " is not valid; expected r >= 1 pivots");
-  if (p.maskMode != MaskMode::Subsequence)
-    throw InvalidArgument("lot: mask_mode = " + std::string(maskModeName(p.maskMode)) +
-                          " is not supported; expected mask_mode=subsequence (spec/lot.md §5.5)");
-  if (p.pivotInit == PivotInit::File && p.pivots.size() == 0)
+  lotParamBindings().check(p, "lot");
+  const PivotInit init = resolvedPivotInit(p);
+  if (init == PivotInit::File && p.pivots.size() == 0)
     throw InvalidArgument("lot: pivot_init=file needs pivots=PATH.npy (an r×d array of pivot locations)");
-  if (p.pivotInit != PivotInit::File && p.pivots.size() != 0)
+  if (init != PivotInit::File && p.pivots.size() != 0)
     throw InvalidArgument(std::string("lot: pivots are given but pivot_init=") + pivotInitName(p.pivotInit) +
-                          "; set pivot_init=file to use them, or leave pivots out");
+                          "; set pivot_init=file (or auto) to use them, or leave pivots out");
 }
 
 // The pivot measure for the (valid) tokens of one run (lot_pivots.h).
 template <class T>
 LotPivots resolvePivots(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
   LotPivots pivots;
-  switch (p.pivotInit) {
+  switch (resolvedPivotInit(p)) {
+    case PivotInit::Auto:  // resolvedPivotInit never returns Auto
     case PivotInit::File:
       pivots.locations = p.pivots;
       pivots.massLogits = VecD::Zero(p.r);
@@ -115,26 +110,56 @@ void padExtras(PlanResult<T>& r, const Mask& mask) {
 
 }  // namespace
 
-LotParams LotParams::from(const ParamSet& params) {
-  LotParams p;
-  p.r = int(getInt(params, "r"));
-  p.eps = getReal(params, "eps");
-  p.T = int(getInt(params, "T"));
-  p.massTemp = getReal(params, "mass_temp");
-  p.seed = uint64_t(getInt(params, "seed"));
-  p.maskMode = parseMaskMode(getString(params, "mask_mode"));
-  const auto pivotsPath = getOptionalString(params, "pivots");
-  // auto: a pivots file means "use it" (and fixes r to its number of rows); otherwise k-means.
-  const std::string init = getString(params, "pivot_init");
-  p.pivotInit = init == "auto" ? (pivotsPath ? PivotInit::File : PivotInit::KMeans) : parsePivotInit(init);
-  if (pivotsPath) {
-    p.pivots = readNpyMatrix<double>(*pivotsPath);
-    p.r = int(p.pivots.rows());
-    p.pivots = readPivotLocations(*pivotsPath, p.r);
-  }
-  if (const auto logitsPath = getOptionalString(params, "mass_logits")) p.massLogits = readMassLogits(*logitsPath, p.r);
+const ParamBindings<LotParams>& lotParamBindings() {
+  static const ParamBindings<LotParams> bindings = [] {
+    ParamBindings<LotParams> b;
+    b.field(intParam("r", 1, 4096, 32,
+                     "number of pivots, the rank of A (at most the number of tokens n); a pivots file sets it to its "
+                     "rows",
+                     128),
+            &LotParams::r);
+    b.field(positiveParam("eps", 1.0, "temperature dividing the scores of both problems: kernel exp(S/eps)"),
+            &LotParams::eps);
+    b.field(intParam("T", 1, 100000, 5,
+                     "budget of each of the two problems: single normalisations, rows first (odd T: rows of A exact; "
+                     "even T: columns exact)",
+                     500),
+            &LotParams::T);
+    b.field(positiveParam("mass_temp", 0.5, "temperature dividing the pivot mass logits: w = softmax(logits/mass_temp)"),
+            &LotParams::massTemp);
+    b.parsed(choiceParam("pivot_init", {"auto", "kmeans", "gaussian", "file"},
+                         "pivot locations: auto = the pivots file when given, else kmeans; kmeans = k-means centres "
+                         "of queries and keys (uniform masses); gaussian = N(0, 1/d) locations and N(0, 0.25) logits "
+                         "from seed; file = the pivots file"),
+             &LotParams::pivotInit, parsePivotInit, pivotInitName);
+    // The pivots file fixes r (its rows); mass_logits is bound after it, so it is checked against that r.
+    b.custom(pathParam("pivots", "r×d .npy of pivot locations (pivot_init=auto or file)"),
+             [](LotParams& p, const ParamValue& path) {
+               const std::string& file = std::get<std::string>(path);
+               p.r = int(readNpyMatrixCached(file).rows());
+               p.pivots = readPivotLocations(file, p.r);
+             });
+    b.custom(pathParam("mass_logits", "length-r .npy of pivot mass logits (replaces those of pivot_init)"),
+             [](LotParams& p, const ParamValue& path) { p.massLogits = readMassLogits(std::get<std::string>(path), p.r); });
+    b.field(intParam("seed", 0, 2147483647, 0, "seed of the k-means++ seeding or of the Gaussian pivots", 1000),
+            &LotParams::seed);
+    bindMaskMode(b, false);
+    return b;
+  }();
+  return bindings;
+}
+
+LotParams::LotParams() { lotParamBindings().fillDefaults(*this); }
+
+LotParams LotParams::from(const ParamSet& resolved) {
+  LotParams p = lotParamBindings().fill(resolved);
   validateParams(p);
   return p;
+}
+
+PivotInit resolvedPivotInit(const LotParams& params) {
+  if (params.pivotInit != PivotInit::Auto) return params.pivotInit;
+  return params.pivots.size() ? PivotInit::File : PivotInit::KMeans;
 }
 
 template <class T>
@@ -162,47 +187,13 @@ template PlanResult<double> lotAttention(const AttentionInput<double>&, const Lo
 template Mat<float> lotOutput(const AttentionInput<float>&, const LotParams&, Feedback&);
 template Mat<double> lotOutput(const AttentionInput<double>&, const LotParams&, Feedback&);
 
-namespace {
-class LotOperator : public TypedOperator<LotOperator> {
- public:
-  explicit LotOperator(const ParamSet& params) : TypedOperator("lot", params), params_(LotParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return lotAttention(input, params_, feedback);
-  }
-  template <class T>
-  Mat<T> lazyOutput(const AttentionInput<T>& input, Feedback& feedback) const {
-    return lotOutput(input, params_, feedback);
-  }
-
- private:
-  LotParams params_;
-};
-
-}  // namespace
-
 void registerLot(OperatorRegistry& registry) {
-  const ParamSchema schema({
-      intParam("r", 1, 4096, 32,
-               "number of pivots, the rank of A (at most the number of tokens n); a pivots file sets it to its rows",
-               128),
-      positiveParam("eps", 1.0, "temperature dividing the scores of both problems: kernel exp(S/eps)"),
-      intParam("T", 1, 100000, 5,
-               "budget of each of the two problems: single normalisations, rows first (odd T: rows of A exact; even "
-               "T: columns exact)",
-               500),
-      positiveParam("mass_temp", 0.5, "temperature dividing the pivot mass logits: w = softmax(logits/mass_temp)"),
-      choiceParam("pivot_init", {"auto", "kmeans", "gaussian", "file"},
-                  "pivot locations: auto = the pivots file when given, else kmeans; kmeans = k-means centres of "
-                  "queries and keys (uniform masses); gaussian = N(0, 1/d) locations and N(0, 0.25) logits from "
-                  "seed; file = the pivots file"),
-      pathParam("pivots", "r×d .npy of pivot locations (pivot_init=auto or file)"),
-      pathParam("mass_logits", "length-r .npy of pivot mass logits (replaces those of pivot_init)"),
-      intParam("seed", 0, 2147483647, 0, "seed of the k-means++ seeding or of the Gaussian pivots", 1000),
-      maskModeSpec(false),
-  });
-  registry.add({"lot", "LOT", "low-rank doubly stochastic attention through r pivots (two entropic problems, glued)",
-                schema, [](const ParamSet& p) { return std::make_unique<LotOperator>(p); }});
+  registry.add(familyInfo<LotParams>(
+      {{"lot", "LOT", "low-rank doubly stochastic attention through r pivots (two entropic problems, glued)"},
+       lotParamBindings(),
+       {Backend::Torch}},
+      [](const auto& input, const LotParams& p, Feedback& f) { return lotAttention(input, p, f); },
+      [](const auto& input, const LotParams& p, Feedback& f) { return lotOutput(input, p, f); }));
 }
 
 }  // namespace tl

@@ -12,6 +12,7 @@
 // padded rows of P1, columns of P2 and their potentials u1, v2 are 0 (errata 12).
 #include "common/attention_input.h"
 #include "common/feedback.h"
+#include "common/param_bindings.h"
 #include "ops/lot/lot_pivots.h"
 #include "ops/mask_mode.h"
 #include "ops/plan_result.h"
@@ -21,20 +22,24 @@ namespace tl {
 class OperatorRegistry;
 
 struct LotParams {
-  int r = 32;              // pivots (lot.md §1: 32 in the vision, NMT and GLUE code)
-  double eps = 1.0;        // shared by both problems
-  int T = 5;               // single normalisations of each problem, rows first (the file's T_half, §9 A3)
-  double massTemp = 0.5;   // w = softmax(θ / mass_temp) (§2)
-  PivotInit pivotInit = PivotInit::KMeans;
-  uint64_t seed = 0;       // k-means++ seeding or Gaussian pivots
-  MatD pivots;             // Z (r×d) for pivot_init = file (read from `pivots=PATH.npy` by from())
-  VecD massLogits;         // θ (r) from `mass_logits=PATH.npy`; empty: as pivot_init says
-  MaskMode maskMode = MaskMode::Subsequence;
+  int r;             // pivots (docs/operators/lot.md#pivots)
+  double eps;        // shared by both problems
+  int T;             // single normalisations of each problem, rows first
+  double massTemp;   // w = softmax(θ / mass_temp)
+  PivotInit pivotInit;
+  uint64_t seed;     // k-means++ seeding or Gaussian pivots
+  MatD pivots;       // Z (r×d) read from `pivots=PATH.npy`; its rows set r
+  VecD massLogits;   // θ (r) from `mass_logits=PATH.npy`; empty: as pivot_init says
+  MaskMode maskMode;
 
-  // Reads the pivot files named in `params`; InvalidArgument for inconsistent choices, FileError for
-  // unreadable files.
-  static LotParams from(const ParamSet& params);
+  LotParams();  // the schema's defaults (no files)
+  // Reads the pivot files (io/npy_cache.h); InvalidArgument for inconsistent choices, FileError for unreadable
+  // files.
+  static LotParams from(const ParamSet& resolved);
 };
+const ParamBindings<LotParams>& lotParamBindings();
+// pivot_init = auto resolved: file when pivots are given, else kmeans.
+PivotInit resolvedPivotInit(const LotParams& params);
 
 template <class T>
 PlanResult<T> lotAttention(const AttentionInput<T>& input, const LotParams& params, Feedback& feedback = noFeedback());

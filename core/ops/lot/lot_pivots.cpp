@@ -6,7 +6,7 @@
 
 #include "common/errors.h"
 #include "data/random.h"
-#include "io/npy.h"
+#include "io/npy_cache.h"
 
 namespace tl {
 namespace {
@@ -70,14 +70,16 @@ void requireFinite(const MatD& m, const std::string& what) {
 }  // namespace
 
 PivotInit parsePivotInit(const std::string& text) {
+  if (text == "auto") return PivotInit::Auto;
   if (text == "file") return PivotInit::File;
   if (text == "gaussian") return PivotInit::Gaussian;
   if (text == "kmeans") return PivotInit::KMeans;
-  throw InvalidArgument("lot: pivot_init = '" + text + "' is not valid; expected file, gaussian or kmeans");
+  throw InvalidArgument("lot: pivot_init = '" + text + "' is not valid; expected auto, file, gaussian or kmeans");
 }
 
 const char* pivotInitName(PivotInit init) {
   switch (init) {
+    case PivotInit::Auto: return "auto";
     case PivotInit::File: return "file";
     case PivotInit::Gaussian: return "gaussian";
     case PivotInit::KMeans: return "kmeans";
@@ -122,7 +124,7 @@ MatD kmeansCentres(const MatD& points, int r, uint64_t seed, Feedback& feedback)
 }
 
 MatD readPivotLocations(const std::string& path, int r) {
-  MatD Z = readNpyMatrix<double>(path);
+  MatD Z = readNpyMatrixCached(path);
   if (Z.rows() != r)
     throw InvalidArgument("lot: pivots file '" + path + "' holds " + std::to_string(Z.rows()) + " pivots (shape " +
                           shape(Z.rows(), Z.cols()) + ") but r = " + std::to_string(r) + "; set r=" +
@@ -132,7 +134,7 @@ MatD readPivotLocations(const std::string& path, int r) {
 }
 
 VecD readMassLogits(const std::string& path, int r) {
-  const MatD theta = readNpyMatrix<double>(path);
+  const MatD theta = readNpyMatrixCached(path);
   if (theta.size() != r || (theta.rows() != 1 && theta.cols() != 1))
     throw InvalidArgument("lot: mass_logits file '" + path + "' has shape " + shape(theta.rows(), theta.cols()) +
                           "; expected one logit per pivot, a vector of length r = " + std::to_string(r));

@@ -18,7 +18,8 @@
 
 namespace tl {
 
-enum class PivotInit { File, Gaussian, KMeans };
+// Auto: the pivots file when one is given, otherwise k-means (resolvedPivotInit).
+enum class PivotInit { Auto, File, Gaussian, KMeans };
 
 PivotInit parsePivotInit(const std::string& text);
 const char* pivotInitName(PivotInit init);

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "ops/family.h"
 #include "ops/log_domain.h"
-#include "ops/registry.h"
 #include "ops/score_geometry.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
 #include "ops/subsequence.h"
@@ -46,19 +46,25 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
 
 }  // namespace
 
-SinkhornParams SinkhornParams::from(const ParamSet& params) {
-  SinkhornParams p;
-  p.T = int(getInt(params, "T"));
-  p.eps = getReal(params, "eps");
-  p.maskMode = parseMaskMode(getString(params, "mask_mode"));
-  return p;
+const ParamBindings<SinkhornParams>& sinkhornParamBindings() {
+  static const ParamBindings<SinkhornParams> bindings = [] {
+    ParamBindings<SinkhornParams> b;
+    b.field(intParam("T", 1, 100000, 10,
+                     "budget: single normalisations, rows first (T=1 is softmax; even T ends on columns)", 500),
+            &SinkhornParams::T);
+    b.field(positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"), &SinkhornParams::eps);
+    bindMaskMode(b, true);
+    return b;
+  }();
+  return bindings;
 }
+
+SinkhornParams::SinkhornParams() { sinkhornParamBindings().fillDefaults(*this); }
+SinkhornParams SinkhornParams::from(const ParamSet& resolved) { return sinkhornParamBindings().fill(resolved); }
 
 template <class T>
 PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornParams& params, Feedback& feedback) {
-  if (params.T < 1) throw InvalidArgument("sinkhorn: T = " + std::to_string(params.T) + " is not valid; expected T >= 1");
-  if (!(params.eps > 0) || !std::isfinite(params.eps))
-    throw InvalidArgument("sinkhorn: eps = " + std::to_string(params.eps) + " is not valid; expected eps > 0");
+  sinkhornParamBindings().check(params, "sinkhorn");
   validateInput(input);
   if (params.maskMode == MaskMode::KeepQueries) return sinkhornLogDomain(input, params, input.mask, feedback);
   return runOnValidSubsequence<T>(input, [&](const AttentionInput<T>& valid) {
@@ -69,30 +75,12 @@ PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornPa
 template PlanResult<float> sinkhornAttention(const AttentionInput<float>&, const SinkhornParams&, Feedback&);
 template PlanResult<double> sinkhornAttention(const AttentionInput<double>&, const SinkhornParams&, Feedback&);
 
-namespace {
-class SinkhornOperator : public TypedOperator<SinkhornOperator> {
- public:
-  explicit SinkhornOperator(const ParamSet& params)
-      : TypedOperator("sinkhorn", params), params_(SinkhornParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return sinkhornAttention(input, params_, feedback);
-  }
-
- private:
-  SinkhornParams params_;
-};
-}  // namespace
-
 void registerSinkhorn(OperatorRegistry& registry) {
-  registry.add({"sinkhorn", "Sinkhorn", "log-domain Sinkhorn scaling of exp(QKᵀ/(√d·eps)) with a finite budget T",
-                ParamSchema({intParam("T", 1, 100000, 10,
-                                      "budget: single normalisations, rows first (T=1 is softmax; even T ends on "
-                                      "columns)",
-                                      500),
-                             positiveParam("eps", 1.0, "temperature dividing the scores: kernel exp(S/eps)"),
-                             maskModeSpec(true)}),
-                [](const ParamSet& p) { return std::make_unique<SinkhornOperator>(p); }});
+  registry.add(familyInfo<SinkhornParams>(
+      {{"sinkhorn", "Sinkhorn", "log-domain Sinkhorn scaling of exp(QKᵀ/(√d·eps)) with a finite budget T"},
+       sinkhornParamBindings(),
+       {Backend::Torch}},
+      [](const auto& input, const SinkhornParams& p, Feedback& f) { return sinkhornAttention(input, p, f); }));
 }
 
 }  // namespace tl

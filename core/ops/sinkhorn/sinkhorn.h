@@ -5,6 +5,7 @@
 // (keep-queries: nu_j = 0 on padded keys). Returns A = n_q·P plus the duals after every step.
 #include "common/attention_input.h"
 #include "common/feedback.h"
+#include "common/param_bindings.h"
 #include "ops/mask_mode.h"
 #include "ops/plan_result.h"
 
@@ -13,11 +14,13 @@ namespace tl {
 class OperatorRegistry;
 
 struct SinkhornParams {
-  int T = 10;
-  double eps = 1.0;
-  MaskMode maskMode = MaskMode::Subsequence;
-  static SinkhornParams from(const ParamSet& params);
+  int T;       // budget: single normalisations, rows first (docs/conventions.md#budget)
+  double eps;  // temperature dividing the scores
+  MaskMode maskMode;
+  SinkhornParams();  // the schema's defaults
+  static SinkhornParams from(const ParamSet& resolved);
 };
+const ParamBindings<SinkhornParams>& sinkhornParamBindings();
 
 template <class T>
 PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornParams& params,

@@ -1,18 +1,24 @@
 #include "ops/softmax/softmax.h"
 
-#include "ops/registry.h"
+#include "ops/family.h"
 #include "ops/sinkhorn/sinkhorn.h"
 
 namespace tl {
 
-SoftmaxParams SoftmaxParams::from(const ParamSet& params) {
-  SoftmaxParams p;
-  p.maskMode = parseMaskMode(getString(params, "mask_mode"));
-  return p;
+const ParamBindings<SoftmaxParams>& softmaxParamBindings() {
+  static const ParamBindings<SoftmaxParams> bindings = [] {
+    ParamBindings<SoftmaxParams> b;
+    bindMaskMode(b, true);
+    return b;
+  }();
+  return bindings;
 }
 
-// Row softmax is exactly the first Sinkhorn normalisation (spec/asap.md §2.1), so it shares that one
-// implementation: u_i = log(1/n_q) − LSE_j(S_ij + v_j), v = 0 (−inf on padded keys), eps = 1.
+SoftmaxParams::SoftmaxParams() { softmaxParamBindings().fillDefaults(*this); }
+SoftmaxParams SoftmaxParams::from(const ParamSet& resolved) { return softmaxParamBindings().fill(resolved); }
+
+// Row softmax is exactly the first Sinkhorn normalisation (docs/operators/softmax.md#definition), so it
+// shares that one implementation: u_i = log(1/n_q) − LSE_j(S_ij + v_j), v = 0 (−inf on padded keys), eps = 1.
 template <class T>
 PlanResult<T> softmaxAttention(const AttentionInput<T>& input, const SoftmaxParams& params, Feedback& feedback) {
   SinkhornParams asSinkhorn;
@@ -25,25 +31,12 @@ PlanResult<T> softmaxAttention(const AttentionInput<T>& input, const SoftmaxPara
 template PlanResult<float> softmaxAttention(const AttentionInput<float>&, const SoftmaxParams&, Feedback&);
 template PlanResult<double> softmaxAttention(const AttentionInput<double>&, const SoftmaxParams&, Feedback&);
 
-namespace {
-class SoftmaxOperator : public TypedOperator<SoftmaxOperator> {
- public:
-  explicit SoftmaxOperator(const ParamSet& params)
-      : TypedOperator("softmax", params), params_(SoftmaxParams::from(params)) {}
-  template <class T>
-  PlanResult<T> compute(const AttentionInput<T>& input, Feedback& feedback) const {
-    return softmaxAttention(input, params_, feedback);
-  }
-
- private:
-  SoftmaxParams params_;
-};
-}  // namespace
-
 void registerSoftmax(OperatorRegistry& registry) {
-  registry.add({"softmax", "Softmax", "row softmax of QKᵀ/√d (the T=1 Sinkhorn step): rows sum to 1, columns do not",
-                ParamSchema({maskModeSpec(true)}),
-                [](const ParamSet& p) { return std::make_unique<SoftmaxOperator>(p); }});
+  registry.add(familyInfo<SoftmaxParams>(
+      {{"softmax", "Softmax", "row softmax of QKᵀ/√d (the T=1 Sinkhorn step): rows sum to 1, columns do not"},
+       softmaxParamBindings(),
+       {Backend::Torch}},
+      [](const auto& input, const SoftmaxParams& p, Feedback& f) { return softmaxAttention(input, p, f); }));
 }
 
 }  // namespace tl

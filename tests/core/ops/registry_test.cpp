@@ -126,5 +126,38 @@ TEST(Registry, CreatedOperatorMatchesDirectCall) {
   EXPECT_TRUE(test::matricesNear(sm->run(in, noFeedback()).plan, softmaxAttention(in, SoftmaxParams{}).plan, 0.0));
 }
 
+// The backend axis: every family runs on the CPU reference, and exactly the families with a LibTorch version
+// in core/model/normalisers declare the torch backend (tl_model's tests check the other direction).
+TEST(Registry, BackendAxis) {
+  for (const auto& f : reg().families()) {
+    ASSERT_FALSE(f.backends.empty()) << f.name;
+    EXPECT_EQ(f.backends.front(), Backend::Cpu) << f.name << ": the CPU reference comes first";
+    EXPECT_TRUE(f.supports(Backend::Cpu)) << f.name;
+  }
+  EXPECT_EQ(reg().familiesOn(Backend::Cpu).size(), reg().families().size());
+  EXPECT_EQ(reg().familiesOn(Backend::Torch), (std::vector<std::string>{"softmax", "sinkhorn", "esp", "lot"}));
+  EXPECT_EQ(parseDeviceChoice("auto"), DeviceChoice::Auto);
+  EXPECT_STREQ(deviceChoiceName(parseDeviceChoice("cuda")), "cuda");
+  EXPECT_TRUE(throwsWith<InvalidArgument>([] { (void)parseDeviceChoice("gpu"); }, {"gpu", "cpu, cuda, auto"}));
+}
+
+// Every family's defaults (an operator from "family" alone) are valid wherever no file is required, and
+// every parameter of every schema is accepted at its default by the typed parameters (a name bound under
+// another spelling would be rejected as unknown or leave its field unset and fail the run below).
+TEST(Registry, EveryFamilyRunsAtItsSchemaDefaults) {
+  AttentionInput<double> in;
+  in.Q = test::gaussian(40, 4, 1);  // n = 40 ≥ LOT's default r = 32; d even for diff
+  in.K = test::gaussian(40, 4, 2);
+  in.V = test::gaussian(40, 3, 3);
+  for (const auto& f : reg().families()) {
+    if (f.name == "asap") continue;  // needs a compiled layer or a dual file: no default can run
+    const auto op = reg().create(reg().parse(f.name));
+    const auto r = op->run(in, noFeedback());
+    EXPECT_EQ(r.plan.rows(), 40) << f.name;
+    EXPECT_TRUE(r.plan.allFinite()) << f.name;
+  }
+  EXPECT_TRUE(throwsWith<InvalidArgument>([] { (void)reg().create(reg().parse("asap")); }, {"asap", "dual"}));
+}
+
 }  // namespace
 }  // namespace tl

@@ -38,6 +38,7 @@ VecD softmaxOver(const VecD& logits, double tau) {
 LotParams kmeansParams(int r, uint64_t seed) {
   LotParams p;
   p.r = r;
+  p.pivotInit = PivotInit::KMeans;
   p.seed = seed;
   return p;
 }
@@ -243,12 +244,13 @@ TEST(LotPivots, RejectsBadParameters) {
     return p;
   };
   const std::vector<std::pair<LotParams, std::vector<std::string>>> bad = {
-      {with([](LotParams& p) { p.T = 0; }), {"T = 0", "T >= 1"}},
-      {with([](LotParams& p) { p.eps = 0; }), {"eps", "eps > 0"}},
-      {with([](LotParams& p) { p.eps = -1; }), {"eps", "eps > 0"}},
-      {with([](LotParams& p) { p.eps = std::nan(""); }), {"eps", "eps > 0"}},
-      {with([](LotParams& p) { p.massTemp = 0; }), {"mass_temp", "mass_temp > 0"}},
-      {with([](LotParams& p) { p.r = 0; }), {"r = 0", "r >= 1"}},
+      // Ranges come from the schema, with the same message as on the command line.
+      {with([](LotParams& p) { p.T = 0; }), {"'T' = 0", "[1, 100000]"}},
+      {with([](LotParams& p) { p.eps = 0; }), {"'eps' = 0", "(0, 1e+06]"}},
+      {with([](LotParams& p) { p.eps = -1; }), {"'eps' = -1", "(0, 1e+06]"}},
+      {with([](LotParams& p) { p.eps = std::nan(""); }), {"'eps' = nan", "(0, 1e+06]"}},
+      {with([](LotParams& p) { p.massTemp = 0; }), {"'mass_temp' = 0", "(0, 1e+06]"}},
+      {with([](LotParams& p) { p.r = 0; }), {"'r' = 0", "[1, 4096]"}},
       {with([](LotParams& p) { p.maskMode = MaskMode::KeepQueries; }), {"mask_mode", "subsequence"}},
       {with([](LotParams& p) { p.pivotInit = PivotInit::File; }), {"pivot_init=file", "pivots="}},
       {with([](LotParams& p) { p.pivots = MatD::Zero(3, 4); }), {"pivot_init=kmeans", "pivot_init=file"}},
