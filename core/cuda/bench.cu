@@ -14,36 +14,6 @@ extern template class DenseRun<CudaDevice>;  // compiled in dense_run.cu
 
 namespace {
 
-// Elapsed milliseconds between two events on a stream (RAII).
-class EventTimer {
- public:
-  EventTimer() {
-    checkCuda(cudaEventCreate(&start_), "creating a timing event");
-    const cudaError_t err = cudaEventCreate(&stop_);
-    if (err != cudaSuccess) {
-      cudaEventDestroy(start_);
-      throwCudaError(err, "creating a timing event");
-    }
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-  void start(cudaStream_t s) { checkCuda(cudaEventRecord(start_, s), "recording a timing event"); }
-  double stopMs(cudaStream_t s) {
-    checkCuda(cudaEventRecord(stop_, s), "recording a timing event");
-    checkCuda(cudaEventSynchronize(stop_), "timing a kernel");
-    float ms = 0;
-    checkCuda(cudaEventElapsedTime(&ms, start_, stop_), "reading a timing event");
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
-
 constexpr int kExpChains = 8;
 
 // Independent chains x ← exp(−x) (bounded in (0, 1]) so the exp unit, not latency, limits the rate.

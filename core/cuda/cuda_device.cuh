@@ -106,6 +106,36 @@ class DeviceBuffer {
   bool streamOrdered_ = false;
 };
 
+// Elapsed milliseconds between two events on a stream (RAII).
+class EventTimer {
+ public:
+  EventTimer() {
+    checkCuda(cudaEventCreate(&start_), "creating a timing event");
+    const cudaError_t err = cudaEventCreate(&stop_);
+    if (err != cudaSuccess) {
+      cudaEventDestroy(start_);
+      throwCudaError(err, "creating a timing event");
+    }
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start(cudaStream_t s) { checkCuda(cudaEventRecord(start_, s), "recording a timing event"); }
+  double stopMs(cudaStream_t s) {
+    checkCuda(cudaEventRecord(stop_, s), "recording a timing event");
+    checkCuda(cudaEventSynchronize(stop_), "timing a kernel");
+    float ms = 0;
+    checkCuda(cudaEventElapsedTime(&ms, start_, stop_), "reading a timing event");
+    return ms;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 class CudaDevice {
  public:
   template <class T>
