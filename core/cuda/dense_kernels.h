@@ -61,13 +61,8 @@ struct LsePartialKernel {
 
     for (long long kt = tiles.first; kt < tiles.last; ++kt) {
       const long long col0 = kt * BN;
-      block.forEach([&](int tid) { Tile::zero(regs[tid].acc); });
-      for (int k0 = 0; k0 < p.dPad; k0 += Tile::BK) {
-        block.forEach([&](int tid) { Tile::loadAligned(tid, sh.operands, aT, p.ldA, row0, bT, p.ldB, col0, k0); });
-        block.sync();
-        block.forEach([&](int tid) { Tile::accumulate(tid, sh.operands, regs[tid].acc); });
-        block.sync();
-      }
+      Tile::product(block, sh.operands, p.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                    [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, aT, p.ldA, row0, bT, p.ldB, col0, k0); });
       // Registers and global memory only: the next tile's loads may overwrite the operands meanwhile.
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
@@ -196,12 +191,72 @@ struct PlanTileParams {
   float scoreScale, scale;
 };
 
+// O += P·V on one key tile, shared by ApplyKernel and FlashSoftmaxKernel: the BM×BN plan tile and a BN×DVC
+// tile of V in shared memory; each thread owns the score tile's TM rows × TV consecutive output columns.
+template <class Tile, int DVC>
+struct ValueProduct {
+  static constexpr int BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN, TV = DVC / Tile::kThreadsX;
+  static_assert(TV == 4, "one 16-byte vector of output columns per thread");
+  struct Smem {
+    alignas(16) float p[BM][BN + 4];  // the plan tile; +4 keeps rows 16-byte aligned and spreads banks
+    alignas(16) float v[BN][DVC];
+  };
+  TL_HOST_DEVICE static constexpr int outCol(int tid, int c) { return Tile::tx(tid) * TV + c; }
+
+  TL_HOST_DEVICE static void zero(float (&o)[TM][TV]) {
+    TL_UNROLL
+    for (int r = 0; r < TM; ++r) {
+      TL_UNROLL
+      for (int c = 0; c < TV; ++c) o[r][c] = 0.f;
+    }
+  }
+  // Row r of the thread's plan micro-tile (TN entries).
+  TL_HOST_DEVICE static void storePlanRow(int tid, Smem& sm, int r, const float* entries) {
+    TL_UNROLL
+    for (int c = 0; c < TN; c += 4) store4(&sm.p[Tile::row(tid, r)][Tile::col(tid, c)], &entries[c]);
+  }
+  // Rows [col0, col0 + BN), columns [c0, c0 + DVC) of one head's v ([ld][dvPad], zero-padded).
+  TL_HOST_DEVICE static void loadValues(int tid, Smem& sm, const float* v, long long col0, int dvPad, int c0) {
+    for (int idx = tid; idx < BN * DVC / 4; idx += Tile::kThreads) {
+      const int j = idx / (DVC / 4), c = (idx % (DVC / 4)) * 4;
+      load4(v + (col0 + j) * dvPad + c0 + c, &sm.v[j][c]);
+    }
+  }
+  // o[r][c] += Σ_j p[row(r)][j] · v[j][outCol(c)], in increasing j.
+  TL_HOST_DEVICE static void accumulate(int tid, const Smem& sm, float (&o)[TM][TV]) {
+    for (int j = 0; j < BN; ++j) {
+      float vv[TV];
+      load4(&sm.v[j][outCol(tid, 0)], vv);
+      TL_UNROLL
+      for (int r = 0; r < TM; ++r) {
+        const float a = sm.p[Tile::row(tid, r)][j];
+        TL_UNROLL
+        for (int c = 0; c < TV; ++c) o[r][c] = fmaF(a, vv[c], o[r][c]);
+      }
+    }
+  }
+  // out[i][c] = factor(row) · o for the thread's rows i < nq and columns c < dv of one head's out [nq][dv].
+  template <class Factor>
+  TL_HOST_DEVICE static void store(int tid, const float (&o)[TM][TV], float* out, long long row0, int c0, int nq,
+                                   int dv, Factor&& factor) {
+    TL_UNROLL
+    for (int r = 0; r < TM; ++r) {
+      const long long i = row0 + Tile::row(tid, r);
+      const float f = factor(Tile::row(tid, r));
+      TL_UNROLL
+      for (int c = 0; c < TV; ++c) {
+        const int col = c0 + outCol(tid, c);
+        if (i < nq && col < dv) out[i * dv + col] = o[r][c] * f;
+      }
+    }
+  }
+};
+
 struct ApplyKernel {
   using Tile = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
-  static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
   static constexpr int DVC = kValueDimPad;  // output columns per block
-  static constexpr int TV = DVC / Tile::kThreadsX;
-  static_assert(TV == 4, "one 16-byte vector of output columns per thread");
+  using Values = ValueProduct<Tile, DVC>;
+  static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
   struct Params {
     PlanTileParams tile;
     const float* v;  // [batch][ldK][dvPad]
@@ -210,17 +265,15 @@ struct ApplyKernel {
   };
   struct Shared {
     typename Tile::Operands operands;
-    alignas(16) float p[BM][BN + 4];  // the plan tile; +4 keeps rows 16-byte aligned, spreads banks
-    alignas(16) float v[BN][DVC];
+    typename Values::Smem values;
   };
   struct Regs {
     float acc[TM][TN];
-    float o[TM][TV];
+    float o[TM][Values::TV];
     float ut[TM];
   };
   // x: row tiles, y: output column chunks, z: batch.
   static Grid grid(const Params& p) { return {ceilDiv(p.tile.nq, BM), p.dvPad / DVC, p.tile.batch}; }
-  TL_HOST_DEVICE static constexpr int outCol(int tid, int c) { return Tile::tx(tid) * TV + c; }
 
   template <class Block>
   TL_HOST_DEVICE static void run(Block& block, const Params& p, BlockIndex bi, Shared& sh) {
@@ -233,24 +286,15 @@ struct ApplyKernel {
     const float* v = p.v + b * g.ldK * p.dvPad;
     typename Block::template Local<Regs> regs(block);
     block.forEach([&](int tid) {
-      Regs& reg = regs[tid];
+      Values::zero(regs[tid].o);
       TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        reg.ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
-        TL_UNROLL
-        for (int c = 0; c < TV; ++c) reg.o[r][c] = 0.f;
-      }
+      for (int r = 0; r < TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
     });
     const long long keyTiles = ceilDiv(g.nk, BN);
     for (long long kt = 0; kt < keyTiles; ++kt) {
       const long long col0 = kt * BN;
-      block.forEach([&](int tid) { Tile::zero(regs[tid].acc); });
-      for (int k0 = 0; k0 < g.dPad; k0 += Tile::BK) {
-        block.forEach([&](int tid) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
-        block.sync();
-        block.forEach([&](int tid) { Tile::accumulate(tid, sh.operands, regs[tid].acc); });
-        block.sync();
-      }
+      Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                    [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
         float colPotential[TN];
@@ -262,40 +306,16 @@ struct ApplyKernel {
           TL_UNROLL
           for (int c = 0; c < TN; ++c)
             entries[c] = planEntry(mulRn(reg.acc[r][c], g.scoreScale), reg.ut[r], colPotential[c], g.scale);
-          TL_UNROLL
-          for (int c = 0; c < TN; c += 4) store4(&sh.p[Tile::row(tid, r)][Tile::col(tid, c)], &entries[c]);
+          Values::storePlanRow(tid, sh.values, r, entries);
         }
-        for (int idx = tid; idx < BN * DVC / 4; idx += kThreads) {
-          const int j = idx / (DVC / 4), c = (idx % (DVC / 4)) * 4;
-          load4(v + (col0 + j) * p.dvPad + c0 + c, &sh.v[j][c]);
-        }
+        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);
       });
       block.sync();
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        for (int j = 0; j < BN; ++j) {
-          float vv[TV];
-          load4(&sh.v[j][outCol(tid, 0)], vv);
-          TL_UNROLL
-          for (int r = 0; r < TM; ++r) {
-            const float a = sh.p[Tile::row(tid, r)][j];
-            TL_UNROLL
-            for (int c = 0; c < TV; ++c) reg.o[r][c] = fmaF(a, vv[c], reg.o[r][c]);
-          }
-        }
-      });
+      block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
       block.sync();
     }
     block.forEach([&](int tid) {
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        const long long i = row0 + Tile::row(tid, r);
-        TL_UNROLL
-        for (int c = 0; c < TV; ++c) {
-          const int col = c0 + outCol(tid, c);
-          if (i < g.nq && col < p.dv) p.out[(b * g.nq + i) * p.dv + col] = regs[tid].o[r][c];
-        }
-      }
+      Values::store(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv, [](int) { return 1.f; });
     });
   }
 };
@@ -325,13 +345,8 @@ struct PlanKernel {
     const float* qT = g.qT + b * g.dPad * g.ldQ;
     const float* kT = g.kT + b * g.dPad * g.ldK;
     typename Block::template Local<Regs> regs(block);
-    block.forEach([&](int tid) { Tile::zero(regs[tid].acc); });
-    for (int k0 = 0; k0 < g.dPad; k0 += Tile::BK) {
-      block.forEach([&](int tid) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
-      block.sync();
-      block.forEach([&](int tid) { Tile::accumulate(tid, sh.operands, regs[tid].acc); });
-      block.sync();
-    }
+    Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                  [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
     block.forEach([&](int tid) {
       TL_UNROLL
       for (int r = 0; r < TM; ++r) {
@@ -402,15 +417,10 @@ struct DisplayKernel {
     });
     for (long long row0 = rowBegin; row0 < rowEnd; row0 += BM) {
       for (long long col0 = keyBegin; col0 < keyEnd; col0 += BN) {
-        block.forEach([&](int tid) { Tile::zero(regs[tid].acc); });
-        for (int k0 = 0; k0 < g.dPad; k0 += Tile::BK) {
-          block.forEach([&](int tid) {
-            Tile::loadGuarded(tid, sh.operands, qT, g.ldQ, row0, rowEnd, kT, g.ldK, col0, keyEnd, k0);
-          });
-          block.sync();
-          block.forEach([&](int tid) { Tile::accumulate(tid, sh.operands, regs[tid].acc); });
-          block.sync();
-        }
+        Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                      [&](int tid, int k0) {
+                        Tile::loadGuarded(tid, sh.operands, qT, g.ldQ, row0, rowEnd, kT, g.ldK, col0, keyEnd, k0);
+                      });
         // Plan entries outside [rowBegin, rowEnd) × [keyBegin, keyEnd) count as 0 (A ≥ 0, so max starts at 0).
         block.forEach([&](int tid) {
           TL_UNROLL

@@ -68,6 +68,20 @@ struct ScoreTile {
     }
   }
 
+  // The whole head dimension for one tile: zero the accumulators, then chunk by chunk a load phase
+  // (`load(tid, k0)` fills `sm`, e.g. with loadAligned) and an accumulate phase, each ending at a barrier.
+  // `acc(tid)` is thread tid's accumulator array.
+  template <class Block, class Acc, class Load>
+  TL_HOST_DEVICE static void product(Block& block, Operands& sm, int dPad, Acc&& acc, Load&& load) {
+    block.forEach([&](int tid) { zero(acc(tid)); });
+    for (int k0 = 0; k0 < dPad; k0 += BK) {
+      block.forEach([&](int tid) { load(tid, k0); });
+      block.sync();
+      block.forEach([&](int tid) { accumulate(tid, sm, acc(tid)); });
+      block.sync();
+    }
+  }
+
   // acc[r][c] += Σ_k a[k][row(r)] · b[k][col(c)] over the chunk, one FMA per k in increasing k.
   TL_HOST_DEVICE static void accumulate(int tid, const Operands& sm, float (&acc)[TM][TN]) {
     TL_UNROLL

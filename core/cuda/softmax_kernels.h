@@ -12,10 +12,10 @@ namespace tl::cuda {
 
 struct FlashSoftmaxKernel {
   using Tile = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
-  static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
   static constexpr int DVC = kValueDimPad;
-  static constexpr int TV = DVC / Tile::kThreadsX;
-  static_assert(TV == 4, "one 16-byte vector of output columns per thread");
+  using Values = ValueProduct<Tile, DVC>;
+  static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
+  static constexpr int TV = Values::TV;
   struct Params {
     PlanTileParams tile;       // ut unused: it is what this kernel computes
     const float* logMu;        // [nq]
@@ -26,8 +26,7 @@ struct FlashSoftmaxKernel {
   };
   struct Shared {
     typename Tile::Operands operands;
-    alignas(16) float p[BM][BN + 4];
-    alignas(16) float v[BN][DVC];
+    typename Values::Smem values;
     float partMax[BM][Tile::kThreadsX];  // per-thread row maxima of the current tile; later row sums
     float rowMax[BM];                    // running max m_i (−inf until a finite score is seen)
     float alpha[BM];                     // exp(m_old − m_new): rescales what was accumulated
@@ -39,7 +38,6 @@ struct FlashSoftmaxKernel {
     float l[TM];      // this thread's share of l_i
   };
   static Grid grid(const Params& p) { return {ceilDiv(p.tile.nq, BM), p.dvPad / DVC, p.tile.batch}; }
-  TL_HOST_DEVICE static constexpr int outCol(int tid, int c) { return Tile::tx(tid) * TV + c; }
 
   template <class Block>
   TL_HOST_DEVICE static void run(Block& block, const Params& p, BlockIndex bi, Shared& sh) {
@@ -52,25 +50,16 @@ struct FlashSoftmaxKernel {
     const float* v = p.v + b * g.ldK * p.dvPad;
     typename Block::template Local<Regs> regs(block);
     block.forEach([&](int tid) {
-      Regs& reg = regs[tid];
+      Values::zero(regs[tid].o);
       TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        reg.l[r] = 0.f;
-        TL_UNROLL
-        for (int c = 0; c < TV; ++c) reg.o[r][c] = 0.f;
-      }
+      for (int r = 0; r < TM; ++r) regs[tid].l[r] = 0.f;
       if (tid < BM) sh.rowMax[tid] = negInf();
     });
     const long long keyTiles = ceilDiv(g.nk, BN);
     for (long long kt = 0; kt < keyTiles; ++kt) {
       const long long col0 = kt * BN;
-      block.forEach([&](int tid) { Tile::zero(regs[tid].x); });
-      for (int k0 = 0; k0 < g.dPad; k0 += Tile::BK) {
-        block.forEach([&](int tid) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
-        block.sync();
-        block.forEach([&](int tid) { Tile::accumulate(tid, sh.operands, regs[tid].x); });
-        block.sync();
-      }
+      Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].x; },
+                    [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
       // Scores x = q·k/√d + vt (−inf on inactive and padded keys) and this thread's row maxima.
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
@@ -114,28 +103,12 @@ struct FlashSoftmaxKernel {
           reg.l[r] = reg.l[r] * alpha + sum;
           TL_UNROLL
           for (int c = 0; c < TV; ++c) reg.o[r][c] *= alpha;
-          TL_UNROLL
-          for (int c = 0; c < TN; c += 4) store4(&sh.p[row][Tile::col(tid, c)], &reg.x[r][c]);
+          Values::storePlanRow(tid, sh.values, r, reg.x[r]);
         }
-        for (int idx = tid; idx < BN * DVC / 4; idx += kThreads) {
-          const int j = idx / (DVC / 4), c = (idx % (DVC / 4)) * 4;
-          load4(v + (col0 + j) * p.dvPad + c0 + c, &sh.v[j][c]);
-        }
+        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);
       });
       block.sync();
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        for (int j = 0; j < BN; ++j) {
-          float vv[TV];
-          load4(&sh.v[j][outCol(tid, 0)], vv);
-          TL_UNROLL
-          for (int r = 0; r < TM; ++r) {
-            const float a = sh.p[Tile::row(tid, r)][j];
-            TL_UNROLL
-            for (int c = 0; c < TV; ++c) reg.o[r][c] = fmaF(a, vv[c], reg.o[r][c]);
-          }
-        }
-      });
+      block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
       block.sync();
     }
     // Row sums l_i from the per-thread shares (fixed order), the LSE state, and the output factor.
@@ -159,16 +132,8 @@ struct FlashSoftmaxKernel {
     });
     block.sync();
     block.forEach([&](int tid) {
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        const long long i = row0 + Tile::row(tid, r);
-        const float f = sh.factor[Tile::row(tid, r)];
-        TL_UNROLL
-        for (int c = 0; c < TV; ++c) {
-          const int col = c0 + outCol(tid, c);
-          if (i < g.nq && col < p.dv) p.out[(b * g.nq + i) * p.dv + col] = regs[tid].o[r][c] * f;
-        }
-      }
+      Values::store(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
+                    [&](int row) { return sh.factor[row]; });
     });
   }
 };
