@@ -64,25 +64,33 @@ void tileShape(const CaseSpec& c, int& rows, int& cols) {
   cols = c.nk >= 1000 ? 1023 : 3;
 }
 
-void runSinkhornCase(const CaseSpec& c) {
-  SCOPED_TRACE(c.name());
+// Runs one case on the GPU and compares everything with the CPU; a failure (or an exception from the run,
+// e.g. a kernel fault) names the case.
+template <class Run>
+void runCase(const std::string& label, const CaseSpec& c, int budget, double eps, Run&& run) {
   const CaseData data = makeCase(c);
   int rows, cols;
   tileShape(c, rows, cols);
   const CudaOptions o = checked(fullOptions(c, rows, cols));
-  const CudaAttentionResult got = sinkhornCuda(data.problem(), {c.T, c.eps}, o);
-  EXPECT_EQ(got.steps, c.T);
-  EXPECT_TRUE(matchesCpu(data, got, o, c.T, c.eps, "sinkhorn_" + c.name()));
+  CudaAttentionResult got;
+  try {
+    got = run(data.problem(), o);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << label << c.name() << " threw: " << e.what();
+    return;
+  }
+  EXPECT_EQ(got.steps, budget) << c.name();
+  EXPECT_TRUE(matchesCpu(data, got, o, budget, eps, label + c.name()));
+}
+
+void runSinkhornCase(const CaseSpec& c) {
+  runCase("sinkhorn_", c, c.T, c.eps, [&](const AttentionProblem& p, const CudaOptions& o) {
+    return sinkhornCuda(p, {c.T, c.eps}, o);
+  });
 }
 
 void runSoftmaxCase(const CaseSpec& c) {
-  SCOPED_TRACE(c.name());
-  const CaseData data = makeCase(c);
-  int rows, cols;
-  tileShape(c, rows, cols);
-  const CudaOptions o = checked(fullOptions(c, rows, cols));
-  const CudaAttentionResult got = softmaxCuda(data.problem(), o);
-  EXPECT_TRUE(matchesCpu(data, got, o, 1, 1.0, "softmax_" + c.name()));
+  runCase("softmax_", c, 1, 1.0, [](const AttentionProblem& p, const CudaOptions& o) { return softmaxCuda(p, o); });
 }
 
 TEST(CudaKernels, DeviceInfoDescribesTheGpu) {

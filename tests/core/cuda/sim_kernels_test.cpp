@@ -342,6 +342,28 @@ TEST(SimKernels, TooLittleDeviceMemoryIsRefusedBeforeAllocating) {
   EXPECT_TRUE(dev.launches.empty());
 }
 
+TEST(SimKernels, A512GiBPlanIsRefusedWithItsSize) {
+  // The GPU test's case (kernel_test.cpp OutOfMemoryIsReportedBeforeAllocating) on an 80 GiB device.
+  const int batch = 32, n = 65536;
+  std::vector<float> q(size_t(batch) * n, 0.5f);
+  AttentionProblem p;
+  p.batch = batch;
+  p.nq = p.nk = n;
+  p.d = 1;
+  p.q = p.k = q.data();
+  p.logMu.assign(n, -std::log(float(n)));
+  p.logNu = p.logMu;
+  p.scale = float(n);
+  CudaOptions o;
+  o.plan = true;
+  SimDevice dev;
+  dev.freeBytesValue = 80.0 * (1ull << 30);
+  EXPECT_TRUE(tl::test::throwsWith<CudaError>([&] { runDense(dev, p, sinkhornRunSpec(10, 1.0), o); },
+                                              {"CUDA out of memory", "Sinkhorn plan path", "512.0 GiB",
+                                               "batch 32 × 65536 × 65536", "80.0 GiB free", "fused output path"}));
+  EXPECT_TRUE(dev.launches.empty());
+}
+
 TEST(SimKernels, NonFiniteInputsAreFoundOnTheDeviceAndLocated) {
   CaseData data = makeCase(mediumCase());
   data.v[1 * 131 * 9 + 5 * 9 + 2] = std::numeric_limits<float>::infinity();
