@@ -1,0 +1,116 @@
+#include "cuda/bench_cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/cuda_device.cuh"
+#include "cuda/dense_run.h"
+
+namespace tl::cuda {
+
+extern template class DenseRun<CudaDevice>;  // compiled in dense_run.cu
+
+namespace {
+
+constexpr int kExpChains = 8;
+
+// Independent chains x ← exp(−x) (bounded in (0, 1]) so the exp unit, not latency, limits the rate.
+template <bool Fast>
+__global__ void expChainsKernel(float* out, int iterations) {
+  float x[kExpChains];
+#pragma unroll
+  for (int c = 0; c < kExpChains; ++c) x[c] = 0.01f * float((threadIdx.x + c) % 97);
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int c = 0; c < kExpChains; ++c) x[c] = Fast ? __expf(-x[c]) : expf(-x[c]);
+  }
+  float sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < kExpChains; ++c) sum += x[c];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;  // keeps the chains alive
+}
+
+template <bool Fast>
+double expRate(CudaDevice& dev) {
+  const int threads = 256, blocks = dev.limits().smCount * 8, iterations = 1 << 14;
+  DeviceBuffer<float> out = dev.alloc<float>(size_t(threads) * blocks, "exp benchmark output");
+  EventTimer timer;
+  expChainsKernel<Fast><<<blocks, threads, 0, dev.stream()>>>(out.data(), 64);  // warm-up
+  checkCuda(cudaGetLastError(), "launching the exp benchmark");
+  timer.start(dev.stream());
+  expChainsKernel<Fast><<<blocks, threads, 0, dev.stream()>>>(out.data(), iterations);
+  checkCuda(cudaGetLastError(), "launching the exp benchmark");
+  const double ms = timer.stopMs(dev.stream());
+  return double(threads) * blocks * iterations * kExpChains / (ms * 1e-3);
+}
+
+// Uniform values of variance 1 from a 64-bit mix (fast enough for hundreds of millions of entries).
+std::vector<float> benchValues(size_t count, uint64_t seed) {
+  std::vector<float> x(count);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (float& v : x) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    v = float((double(s >> 11) * (1.0 / 9007199254740992.0) - 0.5) * 3.4641016);  // √12 · U(−½, ½)
+  }
+  return x;
+}
+
+BenchTiming timeRuns(const BenchShape& shape, const DenseRunSpec& spec, int warmup, int repeats, int device) {
+  const int batch = shape.B * shape.H;
+  const size_t count = size_t(batch) * shape.n * shape.d;
+  const std::vector<float> q = benchValues(count, 1), k = benchValues(count, 2), v = benchValues(count, 3);
+  AttentionProblem p;
+  p.batch = batch;
+  p.nq = p.nk = shape.n;
+  p.d = p.dv = shape.d;
+  p.q = q.data();
+  p.k = k.data();
+  p.v = v.data();
+  p.logMu.assign(size_t(shape.n), -std::log(float(shape.n)));
+  p.logNu = p.logMu;
+  p.scale = float(shape.n);
+  CudaOptions options;
+  options.errors = shape.errors;
+  validateProblem(p, options, spec.family);
+
+  CudaDevice dev(device, false);
+  DenseRun<CudaDevice> run(dev, p, spec, options);
+  run.upload();
+  for (int w = 0; w < warmup; ++w) run.solve();
+  dev.finish();
+  EventTimer timer;
+  std::vector<double> ms;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    timer.start(dev.stream());
+    run.solve();
+    ms.push_back(timer.stopMs(dev.stream()));
+  }
+  dev.finish();
+  std::sort(ms.begin(), ms.end());
+  return BenchTiming{ms[ms.size() / 2], ms.front(), int(ms.size())};
+}
+
+}  // namespace
+
+ExpThroughput measureExpThroughput(int device) {
+  CudaDevice dev(device, false);
+  ExpThroughput t;
+  t.accuratePerSecond = expRate<false>(dev);
+  t.fastPerSecond = expRate<true>(dev);
+  dev.finish();
+  return t;
+}
+
+BenchTiming benchSinkhorn(const BenchShape& shape, int warmup, int repeats, int device) {
+  return timeRuns(shape, sinkhornRunSpec(shape.T, shape.eps), warmup, repeats, device);
+}
+
+BenchTiming benchSoftmax(const BenchShape& shape, int warmup, int repeats, int device) {
+  return timeRuns(shape, softmaxRunSpec(), warmup, repeats, device);
+}
+
+}  // namespace tl::cuda

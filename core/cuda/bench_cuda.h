@@ -1,0 +1,32 @@
+#pragma once
+// Benchmarks of the CUDA backend (for `tlens bench` and tests/core/cuda/bench_main.cpp): the exp throughput
+// that bounds every log-domain kernel, and the fused paths timed with CUDA events on device-resident
+// inputs (upload and download excluded): warm-up runs, then the median of the timed repeats.
+namespace tl::cuda {
+
+// Exponentials per second of a kernel that does nothing but chains of exp on registers over the whole GPU:
+// `accurate` is expf (what the kernels use), `fast` the hardware approximation __expf.
+struct ExpThroughput {
+  double accuratePerSecond = 0, fastPerSecond = 0;
+};
+ExpThroughput measureExpThroughput(int device = 0);
+
+// A benchmark problem: B·H heads of n queries and n keys of head dimension d (v: d columns), random inputs,
+// uniform marginals, scale n. Sinkhorn runs the fused output path with budget T and eps; softmax its
+// one-pass output. `errors` adds the marginal errors (one more half-step).
+struct BenchShape {
+  int B = 1, H = 32, n = 4096, d = 64, T = 10;
+  double eps = 1.0;
+  bool errors = false;
+};
+
+struct BenchTiming {
+  double medianMs = 0, minMs = 0;
+  int repeats = 0;
+};
+
+// Throw CudaError when there is no device (callers check deviceInfo first).
+BenchTiming benchSinkhorn(const BenchShape& shape, int warmup = 1, int repeats = 5, int device = 0);
+BenchTiming benchSoftmax(const BenchShape& shape, int warmup = 1, int repeats = 5, int device = 0);
+
+}  // namespace tl::cuda

@@ -1,0 +1,411 @@
+#pragma once
+// The host side of a dense softmax/Sinkhorn run: device buffers, the duals loop of core/ops/sinkhorn_loop.h
+// as a sequence of kernel launches, the optional outputs, and the downloads. Written once as a template over
+// the device so that the same orchestration runs on the GPU (CudaDevice, cuda_device.cuh; instantiated in
+// dense_run.cu) and, kernel body by kernel body, on the CPU (SimDevice in tests/core/cuda).
+//
+// A Dev provides: Buffer<T> (movable, data(), size()); alloc<T>(count, what); upload(buffer, src, count);
+// download(dst, buffer, count); launch<Kernel>(name, Grid, params); afterHalfStep(canceled) (bounds the work in
+// flight, polls cancellation, throws tl::Canceled); finish() (waits, reports asynchronous failures);
+// freeBytes(); limits().
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "cuda/attention_problem.h"
+#include "cuda/convert_kernels.h"
+#include "cuda/cuda_error.h"
+#include "cuda/dense_kernels.h"
+#include "cuda/launch_config.h"
+#include "cuda/softmax_kernels.h"
+
+namespace tl::cuda {
+
+// What one dense run computes.
+struct DenseRunSpec {
+  std::string family = "Sinkhorn";  // for messages
+  int T = 1;                        // budget: single normalisations, rows first (T = 1 is softmax)
+  double eps = 1.0;
+  // Softmax (T = 1): the first half-step and O = A·V in one pass (FlashSoftmaxKernel) when v is given.
+  bool flashSoftmax = false;
+  // Given duals in score coordinates ([batch][nq], [batch][nk]) instead of the loop: output, plan, tiles.
+  const std::vector<float>* givenU = nullptr;
+  const std::vector<float>* givenV = nullptr;
+};
+
+// Padded sizes and launch choices of a run, from the problem, the request and the device (pure).
+struct DenseLayout {
+  int batch = 0, nq = 0, nk = 0, d = 0, dv = 0;
+  long long ldQ = 0, ldK = 0, dPad = 0, dvPad = 0;  // padded token axes, head and value dimensions
+  int rowSplits = 1, colSplits = 1;                 // key splits of row and column half-steps
+  bool loop = true;                                 // run the duals loop (false: given duals)
+  int steps = 0;                                    // T (0 with given duals)
+  int passes = 0;                                   // half-steps run: T, plus one for the last plan's errors
+  int tileRows = 0, tileCols = 0, cellsPerGroup = 1;  // display grid rows' × cols' (0 × 0: none)
+};
+
+inline DenseLayout denseLayout(const AttentionProblem& p, const DenseRunSpec& spec, const CudaOptions& options,
+                               const DeviceLimits& limits) {
+  DenseLayout L;
+  L.batch = p.batch;
+  L.nq = p.nq;
+  L.nk = p.nk;
+  L.d = p.d;
+  L.dv = p.v ? p.dv : 0;
+  L.ldQ = roundUp(p.nq, kTokenPad);
+  L.ldK = roundUp(p.nk, kTokenPad);
+  L.dPad = roundUp(p.d, kHeadDimPad);
+  L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
+  using Lse = LsePartialKernel;
+  L.rowSplits = chooseKeySplits(p.batch * ceilDiv(p.nq, Lse::BM), L.ldK / Lse::BN, limits);
+  L.colSplits = chooseKeySplits(p.batch * ceilDiv(p.nk, Lse::BM), L.ldQ / Lse::BN, limits);
+  L.loop = spec.givenU == nullptr;
+  L.steps = L.loop ? spec.T : 0;
+  L.passes = L.loop ? spec.T + (options.errors ? 1 : 0) : 0;
+  if (options.tileRows > 0 && options.tileCols > 0) {
+    L.tileRows = int(displayBlocks(p.nq, options.tileRows));
+    L.tileCols = int(displayBlocks(p.nk, options.tileCols));
+    L.cellsPerGroup =
+        chooseDisplayCellsPerGroup(p.batch, L.tileRows, L.tileCols, DisplayKernel::kMaxCellsPerBlock, limits);
+  }
+  return L;
+}
+
+// Everything a run allocates on the device (checked against the free memory before the first allocation).
+inline MemoryEstimate denseMemory(const DenseLayout& L, const AttentionProblem& p, const CudaOptions& options) {
+  const double b = L.batch, f = sizeof(float);
+  const double staging = double(elementSize(p.type)) *
+                         std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b;
+  MemoryEstimate e;
+  e.items.push_back({"q and k", b * L.dPad * double(L.ldQ + L.ldK) * f});
+  e.items.push_back({"input staging", staging});
+  if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
+  const double states = std::max(double(L.rowSplits) * L.ldQ, double(L.colSplits) * L.ldK) * b * 2 * f;
+  e.items.push_back({"potentials and LSE states", b * double(L.ldQ + L.ldK) * f + states + 3.0 * (L.nq + L.nk) * f});
+  if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});
+  if (options.errors) e.items.push_back({"error history", b * L.steps * 4 * sizeof(double)});
+  if (L.dv) e.items.push_back({"output", b * double(L.nq) * L.dv * f});
+  if (options.plan) e.items.push_back({"dense plan", b * double(L.nq) * double(L.nk) * f});
+  if (L.tileRows) e.items.push_back({"display tiles", b * double(L.tileRows) * L.tileCols * 2 * f});
+  return e;
+}
+
+template <class Dev>
+class DenseRun {
+  template <class T>
+  using Buffer = typename Dev::template Buffer<T>;
+
+ public:
+  DenseRun(Dev& dev, const AttentionProblem& problem, const DenseRunSpec& spec, const CudaOptions& options)
+      : dev_(dev),
+        p_(problem),
+        spec_(spec),
+        options_(options),
+        L_(denseLayout(problem, spec, options, dev.limits())),
+        scoreScale_(float(1.0 / (std::sqrt(double(problem.d)) * spec.eps))) {}
+
+  const DenseLayout& layout() const { return L_; }
+
+  // Checks the memory, converts the inputs into padded float32 operands, uploads marginals and targets.
+  void upload() {
+    const MemoryEstimate need = denseMemory(L_, p_, options_);
+    const double free = dev_.freeBytes();
+    if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(pathName(), need, L_.batch, L_.nq, L_.nk, free));
+
+    nonFinite_ = dev_.template alloc<int>(1, "a status flag");
+    const int zero = 0;
+    dev_.upload(nonFinite_, &zero, 1);
+    qT_ = convertTransposed(p_.q, L_.nq, L_.ldQ, "q");
+    kT_ = convertTransposed(p_.k, L_.nk, L_.ldK, "k");
+    if (L_.dv) v_ = convertRows(p_.v);
+    int found = 0;
+    dev_.download(&found, nonFinite_, 1);
+    if (found) throwNonFinite(p_, spec_.family);
+
+    logMu_ = uploadVector(p_.logMu, "marginals");
+    logNu_ = uploadVector(p_.logNu, "marginals");
+    targetMu_ = uploadVector(targets(p_.logMu), "marginal targets");
+    targetNu_ = uploadVector(targets(p_.logNu), "marginal targets");
+    ut_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ), "potentials");
+    vt_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK), "potentials");
+    const long long stateRows = std::max(L_.rowSplits * L_.ldQ, L_.colSplits * L_.ldK);
+    states_ = dev_.template alloc<float>(size_t(stateRows * L_.batch * 2), "LSE states");
+    if (options_.histories && L_.steps) {
+      uHistory_ = dev_.template alloc<float>(size_t(L_.batch) * L_.steps * L_.nq, "dual histories");
+      vHistory_ = dev_.template alloc<float>(size_t(L_.batch) * L_.steps * L_.nk, "dual histories");
+    }
+    if (options_.errors && L_.steps) errors_ = dev_.template alloc<double>(size_t(L_.batch) * L_.steps * 4, "errors");
+    if (L_.dv) output_ = dev_.template alloc<float>(size_t(L_.batch) * L_.nq * L_.dv, "output");
+    if (options_.plan) plan_ = dev_.template alloc<float>(size_t(L_.batch) * L_.nq * L_.nk, "dense plan");
+    if (L_.tileRows) {
+      tileMean_ = dev_.template alloc<float>(size_t(L_.batch) * L_.tileRows * L_.tileCols, "display tiles");
+      tileMax_ = dev_.template alloc<float>(size_t(L_.batch) * L_.tileRows * L_.tileCols, "display tiles");
+    }
+  }
+
+  // The duals (loop or given) and the requested outputs. Repeatable: every call starts from scratch.
+  void solve() {
+    flashOutputDone_ = false;
+    if (!L_.loop) {
+      ut_ = uploadPotential(*spec_.givenU, L_.nq, L_.ldQ);
+      vt_ = uploadPotential(*spec_.givenV, L_.nk, L_.ldK);
+    } else {
+      initPotential(logMu_, L_.nq, L_.ldQ, ut_);
+      initPotential(logNu_, L_.nk, L_.ldK, vt_);
+      for (int t = 1; t <= L_.passes; ++t) {
+        halfStep(t);
+        dev_.afterHalfStep(options_.canceled);
+      }
+    }
+    if (L_.dv && !flashOutputDone_) {
+      ApplyKernel::Params a{planTile(), v_.data(), L_.dv, int(L_.dvPad), output_.data()};
+      dev_.template launch<ApplyKernel>("ApplyKernel", ApplyKernel::grid(a), a);
+    }
+    if (options_.plan) {
+      PlanKernel::Params a{planTile(), plan_.data()};
+      dev_.template launch<PlanKernel>("PlanKernel", PlanKernel::grid(a), a);
+    }
+    if (L_.tileRows) {
+      DisplayKernel::Params a{planTile(), L_.tileRows, L_.tileCols, L_.cellsPerGroup, tileMean_.data(), tileMax_.data()};
+      dev_.template launch<DisplayKernel>("DisplayKernel", DisplayKernel::grid(a), a);
+    }
+  }
+
+  // Waits for the device, reports any failure, and downloads what was asked for.
+  CudaAttentionResult collect() {
+    dev_.finish();
+    CudaAttentionResult r;
+    r.steps = L_.steps;
+    r.u = downloadPotential(ut_, L_.nq, L_.ldQ);
+    r.v = downloadPotential(vt_, L_.nk, L_.ldK);
+    if (uHistory_.size()) {
+      r.uHistory = download(uHistory_);
+      r.vHistory = download(vHistory_);
+      fillUnchangedHistoryRows(r);
+    }
+    if (errors_.size()) {
+      const std::vector<double> e = download(errors_);
+      r.errorHistory.resize(e.size() / 4);
+      for (size_t s = 0; s < r.errorHistory.size(); ++s)
+        r.errorHistory[s] = StepErrors{e[4 * s], e[4 * s + 1], e[4 * s + 2], e[4 * s + 3]};
+    }
+    if (output_.size()) r.output = download(output_);
+    if (plan_.size()) r.plan = download(plan_);
+    if (tileMean_.size()) {
+      DisplayTiles& t = r.tiles;
+      t.rows = L_.tileRows;
+      t.cols = L_.tileCols;
+      for (long long c = 0; c <= t.rows; ++c) t.rowStarts.push_back(blockStart(c, L_.nq, t.rows));
+      for (long long c = 0; c <= t.cols; ++c) t.colStarts.push_back(blockStart(c, L_.nk, t.cols));
+      t.mean = download(tileMean_);
+      t.max = download(tileMax_);
+    }
+    return r;
+  }
+
+ private:
+  std::string pathName() const {
+    if (options_.plan) return spec_.family + " plan path";
+    if (L_.dv) return spec_.family + " fused output path";
+    return spec_.family + " duals path";
+  }
+
+  std::vector<float> targets(const std::vector<float>& logMarginal) const {
+    std::vector<float> t(logMarginal.size());
+    for (size_t i = 0; i < t.size(); ++i) t[i] = marginalTarget(logMarginal[i], p_.scale);
+    return t;
+  }
+
+  Buffer<float> uploadVector(const std::vector<float>& host, const char* what) {
+    Buffer<float> buf = dev_.template alloc<float>(host.size(), what);
+    dev_.upload(buf, host.data(), host.size());
+    return buf;
+  }
+
+  Buffer<float> convertTransposed(const void* src, int n, long long ld, const char* name) {
+    const size_t bytes = size_t(L_.batch) * n * L_.d * elementSize(p_.type);
+    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
+    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
+    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.dPad * ld), name);
+    ConvertTransposeKernel::Params a{raw.data(), p_.type, n, L_.d, int(L_.dPad), ld, out.data(), nonFinite_.data()};
+    dev_.template launch<ConvertTransposeKernel>("ConvertTransposeKernel", ConvertTransposeKernel::grid(a, L_.batch), a);
+    return out;  // `raw` is released after the kernel (stream-ordered on the device)
+  }
+
+  Buffer<float> convertRows(const void* src) {
+    const size_t bytes = size_t(L_.batch) * L_.nk * L_.dv * elementSize(p_.type);
+    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
+    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
+    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * L_.dvPad), "v");
+    ConvertRowsKernel::Params a{raw.data(), p_.type, L_.nk, L_.dv, L_.ldK, L_.dvPad, out.data(), nonFinite_.data()};
+    dev_.template launch<ConvertRowsKernel>("ConvertRowsKernel", ConvertRowsKernel::grid(a, L_.batch), a);
+    return out;
+  }
+
+  void initPotential(const Buffer<float>& logMarginal, int n, long long ld, Buffer<float>& potential) {
+    InitPotentialKernel::Params a{logMarginal.data(), n, ld, potential.data()};
+    dev_.template launch<InitPotentialKernel>("InitPotentialKernel", InitPotentialKernel::grid(a, L_.batch), a);
+  }
+
+  // Given duals in score coordinates → padded potentials in eps units (−inf stays −inf).
+  Buffer<float> uploadPotential(const std::vector<float>& duals, int n, long long ld) {
+    std::vector<float> padded(size_t(L_.batch * ld), negInf());
+    const float eps = float(spec_.eps);
+    for (long long b = 0; b < L_.batch; ++b)
+      for (long long i = 0; i < n; ++i) padded[size_t(b * ld + i)] = duals[size_t(b * n + i)] / eps;
+    return uploadVector(padded, "potentials");
+  }
+
+  std::vector<float> downloadPotential(const Buffer<float>& potential, int n, long long ld) {
+    const std::vector<float> padded = download(potential);
+    std::vector<float> out(size_t(L_.batch) * n);
+    const float eps = float(spec_.eps);
+    for (long long b = 0; b < L_.batch; ++b)
+      for (long long i = 0; i < n; ++i) out[size_t(b * n + i)] = eps * padded[size_t(b * ld + i)];
+    return out;
+  }
+
+  template <class T>
+  std::vector<T> download(const Buffer<T>& buf) {
+    std::vector<T> host;
+    try {
+      host.resize(buf.size());
+    } catch (const std::bad_alloc&) {
+      throw ResourceError(spec_.family + " (CUDA): not enough host memory for a " +
+                          formatBytes(double(buf.size()) * sizeof(T)) + " result; ask for fewer heads or no dense plan");
+    }
+    dev_.download(host.data(), buf, buf.size());
+    return host;
+  }
+
+  PlanTileParams planTile() const {
+    return PlanTileParams{qT_.data(), kT_.data(), ut_.data(), vt_.data(), L_.batch, L_.nq, L_.nk, int(L_.dPad),
+                          L_.ldQ, L_.ldK, scoreScale_, p_.scale};
+  }
+
+  // Half-step t (1-based) of core/ops/sinkhorn_loop.h: odd t normalises rows, even t columns; t = T + 1 only
+  // records the last plan's errors on its open side.
+  void halfStep(int t) {
+    const bool rows = t % 2 == 1;
+    int splits = rows ? L_.rowSplits : L_.colSplits;
+    if (t == 1 && spec_.flashSoftmax && L_.dv) {
+      FlashSoftmaxKernel::Params a{planTile(), logMu_.data(), v_.data(), L_.dv, int(L_.dvPad), output_.data(),
+                                   states_.data()};
+      dev_.template launch<FlashSoftmaxKernel>("FlashSoftmaxKernel", FlashSoftmaxKernel::grid(a), a);
+      splits = 1;
+      flashOutputDone_ = true;
+    } else {
+      LsePartialKernel::Params a{rows ? qT_.data() : kT_.data(),
+                                 rows ? kT_.data() : qT_.data(),
+                                 rows ? vt_.data() : ut_.data(),
+                                 states_.data(),
+                                 L_.batch,
+                                 int(L_.dPad),
+                                 rows ? L_.ldQ : L_.ldK,
+                                 rows ? L_.ldK : L_.ldQ,
+                                 scoreScale_,
+                                 int((rows ? L_.ldK : L_.ldQ) / LsePartialKernel::BN),
+                                 splits};
+      dev_.template launch<LsePartialKernel>("LsePartialKernel", LsePartialKernel::grid(a, rows ? L_.nq : L_.nk), a);
+    }
+    const bool errors = errors_.size() > 0;
+    Buffer<float>& history = rows ? uHistory_ : vHistory_;
+    CloseHalfStepKernel::Params c{states_.data(),
+                                  splits,
+                                  L_.batch,
+                                  rows ? L_.nq : L_.nk,
+                                  rows ? L_.ldQ : L_.ldK,
+                                  rows ? logMu_.data() : logNu_.data(),
+                                  rows ? targetMu_.data() : targetNu_.data(),
+                                  rows ? ut_.data() : vt_.data(),
+                                  float(spec_.eps),
+                                  p_.scale,
+                                  history.size() ? history.data() : nullptr,
+                                  errors ? errors_.data() : nullptr,
+                                  L_.steps,
+                                  t,
+                                  rows ? 0 : 2,
+                                  t <= L_.steps ? 1 : 0,
+                                  errors && t > 1 ? 1 : 0};
+    dev_.template launch<CloseHalfStepKernel>("CloseHalfStepKernel", CloseHalfStepKernel::grid(c), c);
+  }
+
+  // The device writes a side's history row only at its own half-steps; the other rows repeat the previous
+  // value (row 0 of v: the initial potential), as the CPU loop records both sides after every step.
+  void fillUnchangedHistoryRows(CudaAttentionResult& r) const {
+    const float eps = float(spec_.eps);
+    for (long long b = 0; b < L_.batch; ++b) {
+      float* u = r.uHistory.data() + b * L_.steps * L_.nq;
+      float* v = r.vHistory.data() + b * L_.steps * L_.nk;
+      for (int t = 1; t <= L_.steps; ++t) {
+        if (t % 2 == 1) {
+          for (int j = 0; j < L_.nk; ++j)
+            v[(t - 1) * L_.nk + j] = t == 1 ? (isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f)
+                                            : v[(t - 2) * L_.nk + j];
+        } else {
+          for (int i = 0; i < L_.nq; ++i) u[(t - 1) * L_.nq + i] = u[(t - 2) * L_.nq + i];
+        }
+      }
+    }
+  }
+
+  Dev& dev_;
+  const AttentionProblem& p_;
+  DenseRunSpec spec_;
+  const CudaOptions& options_;
+  DenseLayout L_;
+  float scoreScale_;
+  bool flashOutputDone_ = false;
+  Buffer<int> nonFinite_;
+  Buffer<float> qT_, kT_, v_, logMu_, logNu_, targetMu_, targetNu_, ut_, vt_, states_;
+  Buffer<float> uHistory_, vHistory_, output_, plan_, tileMean_, tileMax_;
+  Buffer<double> errors_;
+};
+
+// The runs behind the public functions (sinkhorn_cuda.h, softmax_cuda.h), for any device.
+inline DenseRunSpec sinkhornRunSpec(int T, double eps) {
+  DenseRunSpec spec;
+  spec.family = "Sinkhorn";
+  spec.T = T;
+  spec.eps = eps;
+  return spec;
+}
+
+// Softmax is the T = 1 Sinkhorn step with eps = 1 (core/ops/softmax.cpp); its output takes one fused pass.
+inline DenseRunSpec softmaxRunSpec() {
+  DenseRunSpec spec = sinkhornRunSpec(1, 1.0);
+  spec.family = "softmax";
+  spec.flashSoftmax = true;
+  return spec;
+}
+
+inline DenseRunSpec dualsRunSpec(const std::vector<float>& u, const std::vector<float>& v, double eps) {
+  DenseRunSpec spec = sinkhornRunSpec(1, eps);
+  spec.family = "plan from duals";
+  spec.givenU = &u;
+  spec.givenV = &v;
+  return spec;
+}
+
+// Runs on any device; the GPU version (dense_run.cu) is runDenseCuda below.
+template <class Dev>
+CudaAttentionResult runDense(Dev& dev, const AttentionProblem& problem, const DenseRunSpec& spec,
+                             const CudaOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  DenseRun<Dev> run(dev, problem, spec, options);
+  run.upload();
+  run.solve();
+  CudaAttentionResult result = run.collect();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+// On the GPU options.device (dense_run.cu; only in CUDA builds). The caller validates the request first.
+CudaAttentionResult runDenseCuda(const AttentionProblem& problem, const DenseRunSpec& spec, const CudaOptions& options);
+
+}  // namespace tl::cuda

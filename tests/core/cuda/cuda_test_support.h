@@ -1,0 +1,365 @@
+#pragma once
+// Cases, CPU references and comparisons shared by the CUDA tests: the kernel tests on a GPU
+// (tl_core_cuda_kernel_tests) and the CPU simulation of the same kernels (tl_core_cuda_math_tests).
+//
+// The reference is the CPU loop itself (core/ops/sinkhorn_loop.h over DenseScores, exactly what
+// sinkhornAttention runs on its inputs) in float64 and in float32. The device result is compared with the
+// float64 run, and its tolerance scales with the float32 run's own error on the same case (FlashAttention's
+// test idea): err_device ≤ kRatio · err_f32 + floor, floor = kFloorUlps · FLT_EPSILON · max(1, max|ref|).
+// The floor's magnitude depends on the field: duals and histories max(1, max|ref|) (score units); plan, output
+// and display tiles max|ref| (an error relative to the largest entry); marginal errors 1 (the targets' scale).
+// Every case prints one line starting "TLCUDA " with each field's ratio err_device / max(err_f32, floor), so
+// a GPU run's ratios can be read off its log (and the worst per field at the end).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/feedback.h"
+#include "cuda/attention_problem.h"
+#include "cuda/tile_index.h"
+#include "io/checkpoint/half_float.h"
+#include "ops/plan_result.h"
+#include "ops/score_geometry.h"
+#include "ops/sinkhorn/sinkhorn_loop.h"
+#include "support/test_util.h"
+
+namespace tl::cuda::test {
+
+constexpr double kRatio = 4.0;       // device error may be this many times the CPU float32 error
+constexpr double kFloorUlps = 32.0;  // plus this many float32 epsilons of the reference's magnitude
+
+// Which tokens are inactive (log marginal −inf). Keys: every third key from the second (the keep-queries
+// convention: padded keys carry no mass, queries keep μ = 1/n_q). Queries: also every fourth query from the
+// third (rows the kernels must leave at zero).
+enum class Inactive { None, Keys, KeysAndQueries };
+
+struct CaseSpec {
+  int batch = 2, nq = 7, nk = 7, d = 16, dv = 5;
+  int T = 3;
+  double eps = 1.0;
+  Inactive inactive = Inactive::None;
+  ElementType type = ElementType::F32;
+  double qScale = 1.0;  // larger queries give larger scores
+  uint64_t seed = 1;
+
+  std::string name() const {
+    std::ostringstream s;
+    s << "b" << batch << "_nq" << nq << "_nk" << nk << "_d" << d << "_dv" << dv << "_T" << T << "_eps" << eps << "_"
+      << (inactive == Inactive::None ? "all" : inactive == Inactive::Keys ? "keys" : "keysqueries") << "_"
+      << elementName(type) << (qScale != 1.0 ? "_q" + std::to_string(int(qScale)) : "") << "_s" << seed;
+    std::string name = s.str();  // letters, digits and '_' only: usable as a GoogleTest parameter name
+    for (char& ch : name)
+      if (ch == '.') ch = 'p';
+    return name;
+  }
+};
+
+// GoogleTest prints a parameter by its name, not its bytes.
+inline void PrintTo(const CaseSpec& c, std::ostream* os) { *os << c.name(); }
+
+inline bool keyInactive(const CaseSpec& c, int j) { return c.inactive != Inactive::None && j % 3 == 1; }
+inline bool queryInactive(const CaseSpec& c, int i) { return c.inactive == Inactive::KeysAndQueries && i % 4 == 2; }
+
+// Host data of a case: values as the device sees them (rounded to the element type), the exact log marginals.
+struct CaseData {
+  CaseSpec spec;
+  std::vector<float> q, k, v;           // [batch][n][d]: the values after rounding to the element type
+  std::vector<uint16_t> q16, k16, v16;  // their f16/bf16 bits when the element type is 16-bit
+  std::vector<double> logMu, logNu;
+  double scale = 1;
+
+  AttentionProblem problem() const {
+    AttentionProblem p;
+    p.batch = spec.batch;
+    p.nq = spec.nq;
+    p.nk = spec.nk;
+    p.d = spec.d;
+    p.dv = spec.dv;
+    p.type = spec.type;
+    const bool wide = spec.type == ElementType::F32;
+    p.q = wide ? static_cast<const void*>(q.data()) : q16.data();
+    p.k = wide ? static_cast<const void*>(k.data()) : k16.data();
+    p.v = spec.dv == 0 ? nullptr : wide ? static_cast<const void*>(v.data()) : v16.data();
+    p.logMu.assign(logMu.begin(), logMu.end());
+    p.logNu.assign(logNu.begin(), logNu.end());
+    p.scale = float(scale);
+    return p;
+  }
+};
+
+inline void fillValues(const CaseSpec& c, int rows, int cols, uint64_t seed, double scale, std::vector<float>& values,
+                       std::vector<uint16_t>& bits) {
+  values.clear();
+  bits.clear();
+  for (int b = 0; b < c.batch; ++b) {
+    const MatD m = tl::test::gaussian(rows, cols, seed + 7919ull * uint64_t(b), scale);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        const float x = float(m(i, j));
+        if (c.type == ElementType::F16) {
+          bits.push_back(floatToHalf(x));
+          values.push_back(halfToFloat(bits.back()));
+        } else if (c.type == ElementType::BF16) {
+          bits.push_back(floatToBfloat16(x));
+          values.push_back(bfloat16ToFloat(bits.back()));
+        } else {
+          values.push_back(x);
+        }
+      }
+  }
+}
+
+inline CaseData makeCase(const CaseSpec& c) {
+  CaseData data;
+  data.spec = c;
+  fillValues(c, c.nq, c.d, c.seed, c.qScale, data.q, data.q16);
+  fillValues(c, c.nk, c.d, c.seed + 1000, 1.0, data.k, data.k16);
+  if (c.dv) fillValues(c, c.nk, c.dv, c.seed + 2000, 1.0, data.v, data.v16);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < c.nq; ++i) data.logMu.push_back(queryInactive(c, i) ? -inf : -std::log(double(c.nq)));
+  for (int j = 0; j < c.nk; ++j) data.logNu.push_back(keyInactive(c, j) ? -inf : -std::log(double(c.nk)));
+  data.scale = c.nq;
+  return data;
+}
+
+template <class T>
+Mat<T> headMatrix(const std::vector<float>& values, int head, int rows, int cols) {
+  Mat<T> m(rows, cols);
+  const size_t base = size_t(head) * rows * cols;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) m(i, j) = T(values[base + size_t(i) * cols + j]);
+  return m;
+}
+
+// The CPU reference on one head, in precision T: sinkhornLogDomain's steps on the case's marginals.
+// Softmax is T = 1, eps = 1 (core/ops/softmax.cpp).
+template <class T>
+PlanResult<T> referenceHead(const CaseData& data, int head, int budget, double eps) {
+  const CaseSpec& c = data.spec;
+  const DenseScores<T> X(headMatrix<T>(data.q, head, c.nq, c.d), headMatrix<T>(data.k, head, c.nk, c.d), T(eps));
+  Vec<T> logMu(c.nq), logNu(c.nk);
+  // float32: the float log marginals the device gets; float64: the exact ones.
+  for (int i = 0; i < c.nq; ++i) logMu(i) = std::is_same_v<T, float> ? T(float(data.logMu[size_t(i)])) : T(data.logMu[size_t(i)]);
+  for (int j = 0; j < c.nk; ++j) logNu(j) = std::is_same_v<T, float> ? T(float(data.logNu[size_t(j)])) : T(data.logNu[size_t(j)]);
+  PlanResult<T> r;
+  Vec<T> ut, vt;
+  SinkhornLoopOptions options;
+  options.budget = budget;
+  runSinkhornLoop<T>(X, logMu, logNu, T(eps), T(data.scale), options, noFeedback(), r, ut, vt);
+  r.plan = X.plan(ut, vt, T(data.scale));
+  if (c.dv) r.output = r.plan * headMatrix<T>(data.v, head, c.nk, c.dv);
+  return r;
+}
+
+// Block mean and max of a plan on the display grid (tile_index.h), in double.
+inline void poolPlan(const MatD& plan, int rows, int cols, std::vector<double>& mean, std::vector<double>& max) {
+  const long long nq = plan.rows(), nk = plan.cols();
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      double sum = 0, m = 0;
+      const long long i0 = blockStart(r, nq, rows), i1 = blockStart(r + 1, nq, rows);
+      const long long j0 = blockStart(c, nk, cols), j1 = blockStart(c + 1, nk, cols);
+      for (long long i = i0; i < i1; ++i)
+        for (long long j = j0; j < j1; ++j) {
+          sum += plan(i, j);
+          m = std::max(m, double(plan(i, j)));
+        }
+      mean.push_back(sum / double((i1 - i0) * (j1 - j0)));
+      max.push_back(m);
+    }
+}
+
+// One field of a case (all heads flattened), the device values beside both references.
+enum class Scale { Duals, Entries, Errors };
+struct Field {
+  explicit Field(std::string name_, Scale scale_ = Scale::Duals) : name(std::move(name_)), scale(scale_) {}
+  std::string name;
+  Scale scale;
+  std::vector<double> device, ref64, ref32;
+};
+
+// Worst ratio err_device / tolerance-unit per field over the whole run, printed at the end.
+inline std::map<std::string, double>& worstRatios() {
+  static std::map<std::string, double> worst;
+  return worst;
+}
+
+// Device values against the float64 reference, the tolerance scaled by the float32 reference's own error.
+// −inf must match exactly (inactive tokens); NaN or an infinity where the reference is finite fails.
+// `ratio` receives err_device / max(err_f32, floor) (≤ about kRatio when the check passes).
+[[nodiscard]] inline ::testing::AssertionResult withinF32Error(const Field& f, double& ratio) {
+  ratio = 0;
+  if (f.device.size() != f.ref64.size() || f.ref32.size() != f.ref64.size())
+    return ::testing::AssertionFailure() << f.name << ": " << f.device.size() << " device values, " << f.ref64.size()
+                                         << " reference values";
+  double errDevice = 0, errF32 = 0, magnitude = f.scale == Scale::Entries ? 0.0 : 1.0;
+  size_t worstAt = 0;
+  for (size_t i = 0; i < f.ref64.size(); ++i) {
+    const double x = f.device[i], r = f.ref64[i], r32 = f.ref32[i];
+    if (std::isinf(r) && r < 0) {
+      if (!(std::isinf(x) && x < 0))
+        return ::testing::AssertionFailure() << f.name << "[" << i << "] = " << x << " but the reference is -inf";
+      continue;
+    }
+    if (!std::isfinite(x))
+      return ::testing::AssertionFailure() << f.name << "[" << i << "] = " << x << " but the reference is " << r;
+    if (f.scale != Scale::Errors) magnitude = std::max(magnitude, std::abs(r));
+    if (std::isfinite(r32)) errF32 = std::max(errF32, std::abs(r32 - r));
+    if (std::abs(x - r) > errDevice) {
+      errDevice = std::abs(x - r);
+      worstAt = i;
+    }
+  }
+  const double floor = kFloorUlps * FLT_EPSILON * magnitude + 1e-30;
+  const double tol = kRatio * errF32 + floor;
+  ratio = errDevice / std::max(errF32, floor);
+  double& worst = worstRatios()[f.name];
+  worst = std::max(worst, ratio);
+  if (errDevice > tol)
+    return ::testing::AssertionFailure() << f.name << ": max |device − f64| = " << errDevice << " at " << worstAt
+                                         << " (device " << f.device[worstAt] << ", f64 " << f.ref64[worstAt]
+                                         << ") > tol " << tol << " (f32 error " << errF32 << ", floor " << floor << ")";
+  return ::testing::AssertionSuccess();
+}
+
+inline void appendVec(std::vector<double>& out, const Vec<double>& v) { out.insert(out.end(), v.data(), v.data() + v.size()); }
+inline void appendVec(std::vector<double>& out, const Vec<float>& v) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(v(i));
+}
+template <class T>
+void appendMat(std::vector<double>& out, const Mat<T>& m) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out.push_back(double(m(i, j)));
+}
+inline std::vector<double> widen(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// Everything the device returned for `data` against the CPU loop (float64 and float32), head by head:
+// u, v, their histories, the error history, O, the plan and the display tiles, as far as they were asked for.
+// `budget`/`eps`: the run's (softmax: 1, 1).
+[[nodiscard]] inline ::testing::AssertionResult matchesCpu(const CaseData& data, const CudaAttentionResult& got,
+                                                           const CudaOptions& asked, int budget, double eps,
+                                                           const std::string& caseName) {
+  const CaseSpec& c = data.spec;
+  std::vector<Field> fields = {Field("u"), Field("v")};
+  Field uHist("uHistory"), vHist("vHistory");
+  Field out("output", Scale::Entries), plan("plan", Scale::Entries);
+  Field tMean("tileMean", Scale::Entries), tMax("tileMax", Scale::Entries);
+  Field err[4] = {Field("rowMaxErr", Scale::Errors), Field("rowMeanErr", Scale::Errors),
+                  Field("colMaxErr", Scale::Errors), Field("colMeanErr", Scale::Errors)};
+  for (int h = 0; h < c.batch; ++h) {
+    const PlanResult<double> r64 = referenceHead<double>(data, h, budget, eps);
+    const PlanResult<float> r32 = referenceHead<float>(data, h, budget, eps);
+    appendVec(fields[0].ref64, r64.u);
+    appendVec(fields[0].ref32, r32.u);
+    appendVec(fields[1].ref64, r64.v);
+    appendVec(fields[1].ref32, r32.v);
+    if (asked.histories) {
+      appendMat(uHist.ref64, r64.uHistory);
+      appendMat(uHist.ref32, r32.uHistory);
+      appendMat(vHist.ref64, r64.vHistory);
+      appendMat(vHist.ref32, r32.vHistory);
+    }
+    if (asked.errors)
+      for (int t = 0; t < budget; ++t) {
+        const MarginalErrors& e64 = r64.errorHistory[size_t(t)];
+        const MarginalErrors& e32 = r32.errorHistory[size_t(t)];
+        err[0].ref64.push_back(e64.rowMax), err[0].ref32.push_back(e32.rowMax);
+        err[1].ref64.push_back(e64.rowMean), err[1].ref32.push_back(e32.rowMean);
+        err[2].ref64.push_back(e64.colMax), err[2].ref32.push_back(e32.colMax);
+        err[3].ref64.push_back(e64.colMean), err[3].ref32.push_back(e32.colMean);
+      }
+    if (c.dv) {
+      appendMat(out.ref64, *r64.output);
+      appendMat(out.ref32, *r32.output);
+    }
+    if (asked.plan) {
+      appendMat(plan.ref64, r64.plan);
+      appendMat(plan.ref32, r32.plan);
+    }
+    if (asked.tileRows) {
+      const int rows = int(displayBlocks(c.nq, asked.tileRows)), cols = int(displayBlocks(c.nk, asked.tileCols));
+      poolPlan(r64.plan, rows, cols, tMean.ref64, tMax.ref64);
+      poolPlan(r32.plan.cast<double>(), rows, cols, tMean.ref32, tMax.ref32);
+    }
+  }
+  fields[0].device = widen(got.u);
+  fields[1].device = widen(got.v);
+  if (asked.histories) {
+    uHist.device = widen(got.uHistory);
+    vHist.device = widen(got.vHistory);
+    fields.push_back(uHist);
+    fields.push_back(vHist);
+  }
+  if (asked.errors) {
+    for (const StepErrors& e : got.errorHistory) {
+      err[0].device.push_back(e.rowMax);
+      err[1].device.push_back(e.rowMean);
+      err[2].device.push_back(e.colMax);
+      err[3].device.push_back(e.colMean);
+    }
+    for (const Field& f : err) fields.push_back(f);
+  }
+  if (c.dv) {
+    out.device = widen(got.output);
+    fields.push_back(out);
+  }
+  if (asked.plan) {
+    plan.device = widen(got.plan);
+    fields.push_back(plan);
+  }
+  if (asked.tileRows) {
+    tMean.device = widen(got.tiles.mean);
+    tMax.device = widen(got.tiles.max);
+    fields.push_back(tMean);
+    fields.push_back(tMax);
+  }
+  // One line per case: every field's ratio err_device / max(err_f32, floor).
+  bool ok = true;
+  std::ostringstream failures, line;
+  line << "TLCUDA case=" << caseName;
+  for (const Field& f : fields) {
+    double ratio = 0;
+    const ::testing::AssertionResult one = withinF32Error(f, ratio);
+    line << " " << f.name << "=" << std::setprecision(3) << ratio;
+    if (!one) {
+      ok = false;
+      line << "(FAIL)";
+      failures << "\n  " << one.message();
+    }
+  }
+  std::printf("%s\n", line.str().c_str());
+  if (!ok) return ::testing::AssertionFailure() << caseName << ":" << failures.str();
+  return ::testing::AssertionSuccess();
+}
+
+// Prints the worst ratio per field when the test binary ends (the numbers to tune kRatio from).
+class RatioSummary : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const auto& [field, ratio] : worstRatios())
+      std::printf("TLCUDA summary field=%s worst_ratio=%.3g (limit %.1f)\n", field.c_str(), ratio, kRatio);
+  }
+};
+
+// The options a case asks for: everything, with the dense plan only while it is small.
+inline CudaOptions fullOptions(const CaseSpec& c, int tileRows = 0, int tileCols = 0) {
+  CudaOptions o;
+  o.plan = (long long)c.batch * c.nq * c.nk <= (1 << 25);
+  o.histories = true;
+  o.errors = true;
+  o.tileRows = tileRows;
+  o.tileCols = tileCols;
+  return o;
+}
+
+}  // namespace tl::cuda::test
