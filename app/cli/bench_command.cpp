@@ -1,7 +1,7 @@
 // `tlens bench`: median wall time of each operator's C++ CPU path per n, next to the PyTorch reference
 // formulation (scripts/reference/bench_reference.py) run in the same invocation on the same machine.
 // Speed is reported, never asserted (ARCHITECTURE.md, tests). With --lazy both sides time O = A·V only
-// (Operator::applyLazy), so the families with structured plans (banded, ESP hard, LOT) reach large n.
+// (the structured plans of ops/transport_plan.h), so banded, ESP hard and LOT reach large n.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -92,16 +92,14 @@ void addGeneratedFiles(OperatorSpec& spec, int d, const std::string& dir, int in
   }
 }
 
-// Times the operator call only (scores, normalisations, dense plan, output, its own diagnostics; or with
-// `lazy` the output A·V alone), after one untimed warm-up run.
+// Times the operator call only (scores, normalisations, output, its own diagnostics, and the dense plan;
+// with `lazy` a structured plan stays structured: A·V without any n×n matrix), after one untimed warm-up run.
 template <class T>
 std::vector<double> timeOperator(const Operator& op, int n, int d, int repeats, bool lazy) {
   const AttentionInput<T> input = gaussianHead<T>(n, d, 0);
   auto once = [&] {
-    if (lazy)
-      op.applyLazy(input, noFeedback());
-    else
-      op.run(input, noFeedback());
+    const PlanResult<T> result = op.run(input, noFeedback());
+    if (!lazy) (void)result.plan.dense();
   };
   once();
   std::vector<double> seconds;
@@ -214,8 +212,8 @@ int benchCommand(const Args& args) {
   std::vector<BenchRow> rows;
   for (size_t s = 0; s < specs.size(); ++s) {
     const auto op = OperatorRegistry::builtin().create(specs[s]);
-    if (request.lazy && !op->hasLazyApply())
-      throw InvalidArgument("bench --lazy: " + labels[s] + " has no lazy path (it needs the n×n plan)");
+    if (request.lazy && !op->structuredPlan())
+      throw InvalidArgument("bench --lazy: " + labels[s] + " has no structured plan (it forms the n×n matrix)");
     for (int n : request.sizes) {
       std::cerr << "timing " << labels[s] << " at n=" << n << " ...\n";
       rows.push_back({labels[s], request.ops[s], n,

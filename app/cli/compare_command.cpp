@@ -103,6 +103,7 @@ int compareCommand(const Args& args) {
   for (const auto& label : labels) session.operators.push_back(OperatorRegistry::builtin().parse(label));
   const size_t reference = referenceIndex(cl.get("reference").value_or("1"), session.operators);
   session.precision = precisionFrom(cl);
+  session.device = deviceFrom(cl);
   session.source = sourceFrom(cl);
 
   const CompareReport report = runComparison(session, labels, reference);

@@ -10,7 +10,10 @@ std::vector<OptionSpec> inputOptions() {
           {"v", "V.npy", "values, n_k x d_v (optional; outputs O = A V are computed when given)"},
           {"mask", "M.npy", "padding mask, length n: 1 = valid token, 0 = padding (optional)"},
           {"source", "SPEC", "synthetic input instead of files, e.g. \"synthetic:gaussian:n=256,d=64,seed=0\""},
-          {"precision", "f64|f32", "computation precision (default f64); `plan` writes its arrays in it"}};
+          {"precision", "f64|f32", "computation precision (default f64); `plan` writes its arrays in it"},
+          {"device", "cpu|cuda|auto",
+           "where the operators run (default cpu): cuda = the GPU in float32 (families without CUDA kernels run on "
+           "the CPU and say so); auto = cuda when a usable GPU exists"}};
 }
 
 SourceSpec sourceFrom(const CommandLine& cl) {
@@ -30,5 +33,7 @@ SourceSpec sourceFrom(const CommandLine& cl) {
 }
 
 Precision precisionFrom(const CommandLine& cl) { return parsePrecision(cl.get("precision").value_or("f64")); }
+
+DeviceChoice deviceFrom(const CommandLine& cl) { return parseDeviceChoice(cl.get("device").value_or("cpu")); }
 
 }  // namespace tl::cli

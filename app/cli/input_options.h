@@ -9,12 +9,13 @@
 
 namespace tl::cli {
 
-// --q, --k, --v, --mask, --source, --precision.
+// --q, --k, --v, --mask, --source, --precision, --device.
 std::vector<OptionSpec> inputOptions();
 
 // The source the flags name: --source, or --q and --k (with optional --v, --mask). Throws InvalidArgument
 // when both or neither are given.
 SourceSpec sourceFrom(const CommandLine& cl);
 Precision precisionFrom(const CommandLine& cl);  // default f64
+DeviceChoice deviceFrom(const CommandLine& cl);  // default cpu
 
 }  // namespace tl::cli

@@ -8,6 +8,7 @@
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "plan_metrics.h"
+#include "session/backend_choice.h"
 #include "session/engine.h"
 
 namespace tl::cli {
@@ -33,7 +34,7 @@ std::vector<std::string> writeArrays(const std::string& dir, const PlanResult<do
     writeNpy(dir + "/" + name + ".npy", array);
     written.push_back(name + ".npy");
   };
-  put("plan", result.plan);
+  put("plan", result.plan.dense());
   if (result.u.size() > 0) put("u", result.u);
   if (result.v.size() > 0) put("v", result.v);
   if (result.output) put("output", *result.output);
@@ -54,6 +55,7 @@ int planCommand(const Args& args) {
   PlanRunInfo info;
   info.op = OperatorRegistry::builtin().parse(cl.required("op"));
   info.precision = precisionFrom(cl);
+  info.device = deviceFrom(cl);
   info.source = sourceFrom(cl);
   const std::string outDir = cl.required("out");
 
@@ -61,21 +63,24 @@ int planCommand(const Args& args) {
   info.nQueries = input.nQueries();
   info.nKeys = input.nKeys();
   info.headDim = input.headDim();
-  const PlanResult<double> result = runOperator(info.op, input, info.precision);
+  const PlanResult<double> result = runOperator(info.op, input, info.precision, info.device);
+  // The GPU computes in float32, so its arrays are written as float32 whatever --precision says.
+  const bool float64 = info.precision == Precision::F64 && result.backend == Backend::Cpu;
 
   ensureDirectory(outDir);
-  const auto written = info.precision == Precision::F64 ? writeArrays<double>(outDir, result)
-                                                        : writeArrays<float>(outDir, result);
+  const auto written = float64 ? writeArrays<double>(outDir, result) : writeArrays<float>(outDir, result);
   info.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json metrics = planMetrics(info, result);
   metrics["files"] = written;
   writeFileAtomically(outDir + "/metrics.json", metrics.dump(2) + "\n");
 
+  if (!result.backendNote.empty()) std::cerr << "tlens: note: " << result.backendNote << "\n";
   if (cl.has("json")) {
     std::cout << metrics.dump(2) << "\n";
   } else {
     std::cout << info.op.toString() << " on " << info.nQueries << "x" << info.nKeys << " (d=" << info.headDim
-              << ", " << precisionName(info.precision) << "): row error " << result.errors.rowMax
+              << ", " << (float64 ? "f64" : "f32") << ", " << deviceLabel(result.backend)
+              << "): row error " << result.errors.rowMax
               << ", column error " << result.errors.colMax << ", " << result.seconds << " s; wrote "
               << written.size() + 1 << " files to " << outDir << "\n";
   }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "session/backend_choice.h"
+
 namespace tl::cli {
 namespace {
 
@@ -55,18 +57,23 @@ nlohmann::json planMetrics(const PlanRunInfo& info, const PlanResult<double>& re
     step["step"] = t + 1;
     history.push_back(step);
   }
+  const Precision computed = result.backend == Backend::Cuda ? Precision::F32 : info.precision;
   nlohmann::json metrics = {{"family", info.op.family},
                             {"operator", info.op.toString()},
                             {"params", paramsJson(info.op.params)},
                             {"source", info.source.toString()},
-                            {"precision", precisionName(info.precision)},
+                            {"precision", precisionName(computed)},
+                            {"device", deviceChoiceName(info.device)},
+                            {"device_used", backendName(result.backend)},
+                            {"device_note", result.backendNote},
                             {"n_q", info.nQueries},
                             {"n_k", info.nKeys},
                             {"d", info.headDim},
                             {"plan_scale", "attention (A = n_q P; rows = queries)"},
                             {"marginal_error_history", history},
                             {"wall_seconds", info.wallSeconds}};
-  metrics.update(analysisJson(analyzePlan(result, unitRoundoff(info.precision))));
+  if (result.backend == Backend::Cuda) metrics["gpu"] = deviceLabel(result.backend);
+  metrics.update(analysisJson(analyzePlan(result, unitRoundoff(computed))));
   return metrics;
 }
 

@@ -16,6 +16,7 @@ struct PlanRunInfo {
   OperatorSpec op;
   SourceSpec source;
   Precision precision = Precision::F64;
+  DeviceChoice device = DeviceChoice::Cpu;  // what was asked for; the result says what ran
   int nQueries = 0, nKeys = 0, headDim = 0;
   double wallSeconds = 0;  // loading + operator + writing the arrays (analyses come after)
 };

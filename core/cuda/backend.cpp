@@ -1,5 +1,9 @@
 #include "cuda/backend.h"
 
+#include <cstdio>
+
+#include "ops/backend.h"
+
 #ifdef TL_HAVE_CUDA
 #include "cuda/device_query.h"
 #endif
@@ -12,6 +16,11 @@ const BackendInfo& backendInfo() {
 #ifdef TL_HAVE_CUDA
     b.cudaBuilt = true;
     b.cudaDevices = cuda::deviceCount(b.cudaStatus);
+    if (b.cudaDevices > 0) {
+      const cuda::DeviceInfo device = cuda::deviceInfo(0);
+      b.cudaDeviceName = device.name;
+      b.cudaMemoryGiB = device.totalBytes / double(1ull << 30);
+    }
 #else
     b.cudaStatus = "CUDA not built";
 #endif
@@ -20,6 +29,20 @@ const BackendInfo& backendInfo() {
   return info;
 }
 
-std::string backendLabel() { return "CPU (Eigen) · CUDA: " + backendInfo().cudaStatus; }
+bool cudaKernelsBuilt() {
+#ifdef TL_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string backendLabel() {
+  const BackendInfo& b = backendInfo();
+  if (b.cudaDevices == 0) return "CPU (Eigen) · CUDA: " + b.cudaStatus;
+  char memory[32];
+  std::snprintf(memory, sizeof memory, "%.1f GiB", b.cudaMemoryGiB);
+  return "CPU (Eigen) · CUDA: " + b.cudaDeviceName + ", " + memory;
+}
 
 }  // namespace tl

@@ -17,4 +17,7 @@ enum class DeviceChoice { Cpu, Cuda, Auto };
 DeviceChoice parseDeviceChoice(const std::string& text);  // InvalidArgument naming the choices
 const char* deviceChoiceName(DeviceChoice choice);
 
+// True when this build has the CUDA kernels (TL_CUDA); whether a device is usable: cuda/backend.h.
+bool cudaKernelsBuilt();
+
 }  // namespace tl

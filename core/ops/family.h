@@ -6,18 +6,17 @@
 //    cannot express),
 //  - its CPU reference as one generic callable (input, params, feedback) → PlanResult<T>, instantiated for
 //    T = double and float,
-//  - optionally a lazy path (input, params, feedback) → O = A·V without the n×n plan, with a predicate for the
-//    parameters it covers (ESP: hard sorting only),
-//  - the backends beside the CPU that implement it (ops/backend.h).
+//  - for which parameters that reference keeps the plan structured (ops/transport_plan.h),
+//  - its CUDA path (ops/device_path.h), when this build has the family's kernels, and any other backend
+//    beside the CPU that implements it (ops/backend.h).
 // `familyInfo` turns that into the registry's FamilyInfo; the operator it creates is a FamilyOperator.
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "common/errors.h"
 #include "common/param_bindings.h"
 #include "ops/operator.h"
 #include "ops/registry.h"
@@ -30,74 +29,69 @@ struct FamilyText {
   std::string description;  // one line for help and tooltips
 };
 
-// Marks a family without a lazy path.
-struct NoLazyPath {};
+template <class P>
+struct FamilyDefinition {
+  FamilyText text;
+  const ParamBindings<P>& bindings;
+  std::vector<Backend> otherBackends = {};  // beside Backend::Cpu
+  // Parameters for which run() returns a structured plan; empty: always dense.
+  std::function<bool(const P&)> structured = {};
+  CudaPath<P> cuda = {};  // empty: the family has no CUDA kernels (or this build has no CUDA)
+};
 
-template <class P, class Run, class Lazy>
+// Run is a generic callable (a lambda with a `const auto&` input) instantiated for float and double.
+template <class P, class Run>
 class FamilyOperator final : public Operator {
  public:
-  FamilyOperator(std::string family, ParamSet params, P typed, Run run, Lazy lazy, bool lazyApplies)
+  FamilyOperator(std::string family, ParamSet params, P typed, Run run, bool structured, CudaPath<P> cuda)
       : family_(std::move(family)), params_(std::move(params)), typed_(std::move(typed)), run_(std::move(run)),
-        lazy_(std::move(lazy)), lazyApplies_(lazyApplies) {}
+        structured_(structured), cuda_(std::move(cuda)) {}
 
   const std::string& family() const override { return family_; }
   const ParamSet& params() const override { return params_; }
-
   PlanResult<double> run(const AttentionInput<double>& input, Feedback& feedback) const override {
     return run_(input, typed_, feedback);
   }
   PlanResult<float> run(const AttentionInput<float>& input, Feedback& feedback) const override {
     return run_(input, typed_, feedback);
   }
+  bool structuredPlan() const override { return structured_; }
 
-  bool hasLazyApply() const override { return lazyApplies_; }
-  Mat<double> applyLazy(const AttentionInput<double>& input, Feedback& feedback) const override {
-    return lazy<double>(input, feedback);
+  std::optional<std::string> cudaUnsupported() const override {
+    if (!cuda_.run)
+      return cudaKernelsBuilt() ? family_ + " has no CUDA kernels yet"
+                                : std::string("this TransportLens was built without CUDA (TL_CUDA=OFF)");
+    return cuda_.unsupported ? cuda_.unsupported(typed_) : std::nullopt;
   }
-  Mat<float> applyLazy(const AttentionInput<float>& input, Feedback& feedback) const override {
-    return lazy<float>(input, feedback);
+  PlanResult<float> runCuda(const AttentionInput<float>& input, const DeviceRequest& request,
+                            Feedback& feedback) const override {
+    if (const auto why = cudaUnsupported()) throw ResourceError(family_ + " cannot run on the GPU: " + *why);
+    return cuda_.run(input, typed_, request, feedback);
   }
 
  private:
-  template <class T>
-  Mat<T> lazy(const AttentionInput<T>& input, Feedback& feedback) const {
-    if constexpr (std::is_same_v<Lazy, NoLazyPath>) {
-      return Operator::applyLazy(input, feedback);
-    } else {
-      if (!lazyApplies_) return Operator::applyLazy(input, feedback);
-      return lazy_(input, typed_, feedback);
-    }
-  }
-
   std::string family_;
   ParamSet params_;
   P typed_;
   Run run_;
-  Lazy lazy_;
-  bool lazyApplies_;
+  bool structured_;
+  CudaPath<P> cuda_;
 };
 
-template <class P>
-struct FamilyDefinition {
-  FamilyText text;
-  const ParamBindings<P>& bindings;
-  std::vector<Backend> otherBackends = {};  // beside Backend::Cpu
-};
-
-template <class P, class Run, class Lazy = NoLazyPath>
-FamilyInfo familyInfo(const FamilyDefinition<P>& def, Run run, Lazy lazy = {},
-                      std::function<bool(const P&)> lazyApplies = {}) {
+template <class P, class Run>
+FamilyInfo familyInfo(const FamilyDefinition<P>& def, Run run) {
   FamilyInfo info;
   info.name = def.text.name;
   info.title = def.text.title;
   info.description = def.text.description;
   info.schema = def.bindings.schema();
+  if (def.cuda.run) info.backends.push_back(Backend::Cuda);
   info.backends.insert(info.backends.end(), def.otherBackends.begin(), def.otherBackends.end());
-  const std::string name = def.text.name;
-  info.create = [name, run, lazy, lazyApplies](const ParamSet& params) -> std::unique_ptr<Operator> {
+  info.create = [name = def.text.name, structured = def.structured, cuda = def.cuda, run](const ParamSet& params) {
     P typed = P::from(params);
-    const bool applies = !std::is_same_v<Lazy, NoLazyPath> && (!lazyApplies || lazyApplies(typed));
-    return std::make_unique<FamilyOperator<P, Run, Lazy>>(name, params, std::move(typed), run, lazy, applies);
+    const bool isStructured = structured && structured(typed);
+    return std::unique_ptr<Operator>(
+        std::make_unique<FamilyOperator<P, Run>>(name, params, std::move(typed), run, isStructured, cuda));
   };
   return info;
 }

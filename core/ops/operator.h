@@ -3,11 +3,13 @@
 // path in float or double; the registry (registry.h) creates operators from "family:key=value" specs, each
 // through ops/family.h.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/attention_input.h"
 #include "common/feedback.h"
 #include "common/params.h"
+#include "ops/device_path.h"
 #include "ops/plan_result.h"
 
 namespace tl {
@@ -20,11 +22,17 @@ class Operator {
   virtual PlanResult<double> run(const AttentionInput<double>& input, Feedback& feedback) const = 0;
   virtual PlanResult<float> run(const AttentionInput<float>& input, Feedback& feedback) const = 0;
 
-  // O = A·V without forming the n×n plan, for families whose plan has structure (ESP hard: weighted
-  // permutations; LOT: rank-r factors). Needs V. Families without such a path throw InvalidArgument.
-  virtual bool hasLazyApply() const { return false; }
-  virtual Mat<double> applyLazy(const AttentionInput<double>& input, Feedback& feedback) const;
-  virtual Mat<float> applyLazy(const AttentionInput<float>& input, Feedback& feedback) const;
+  // True when run() keeps the plan structured (ops/transport_plan.h: LOT's factors, hard ESP's slice
+  // matchings, the band): the result's output and marginals then come without any n×n matrix, which is
+  // formed only when something asks for plan.dense().
+  virtual bool structuredPlan() const = 0;
+
+  // The CUDA backend (float32): std::nullopt when this operator runs on the GPU, else why not ("esp has no
+  // CUDA kernels yet", "this TransportLens was built without CUDA"). runCuda throws ResourceError with that
+  // reason when called anyway, cuda::CudaError (a ResourceError) for device failures, Canceled on cancel.
+  virtual std::optional<std::string> cudaUnsupported() const = 0;
+  virtual PlanResult<float> runCuda(const AttentionInput<float>& input, const DeviceRequest& request,
+                                    Feedback& feedback) const = 0;
 };
 
 }  // namespace tl

@@ -89,13 +89,6 @@ OperatorSpec OperatorRegistry::resolve(const std::string& family, const ParamSet
   return {family, get(family).schema.resolve(given, family)};
 }
 
-Mat<double> Operator::applyLazy(const AttentionInput<double>&, Feedback&) const {
-  throw InvalidArgument(family() + " has no lazy path (it must form its n×n plan)");
-}
-Mat<float> Operator::applyLazy(const AttentionInput<float>&, Feedback&) const {
-  throw InvalidArgument(family() + " has no lazy path (it must form its n×n plan)");
-}
-
 std::unique_ptr<Operator> OperatorRegistry::create(const OperatorSpec& spec) const {
   const auto& info = get(spec.family);
   return info.create(info.schema.resolve(spec.params, spec.family));

@@ -109,28 +109,35 @@ Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
 }
 
 template <class T>
-Mat<T> BandScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
-  Mat<T> P = Mat<T>::Zero(nq_, nk_);
+template <class Visit>
+void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit) const {
   for (Eigen::Index i = 0; i < nq_; ++i) {
     if (ut(i) == kNegInf<T>) continue;
     for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
       const Eigen::Index j = i - W_ + b;
-      if (vt(j) != kNegInf<T>) P(i, j) = scale * std::exp(band_(i, b) + ut(i) + vt(j));
+      if (vt(j) != kNegInf<T>) visit(i, j, scale * std::exp(band_(i, b) + ut(i) + vt(j)));
     }
   }
+}
+
+template <class T>
+Mat<T> BandScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
+  Mat<T> P = Mat<T>::Zero(nq_, nk_);
+  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { P(i, j) = a; });
   return P;
 }
 
 template <class T>
 Mat<T> BandScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
   Mat<T> O = Mat<T>::Zero(nq_, V.cols());
-  for (Eigen::Index i = 0; i < nq_; ++i) {
-    if (ut(i) == kNegInf<T>) continue;
-    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
-      const Eigen::Index j = i - W_ + b;
-      if (vt(j) != kNegInf<T>) O.row(i) += scale * std::exp(band_(i, b) + ut(i) + vt(j)) * V.row(j);
-    }
-  }
+  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { O.row(i) += a * V.row(j); });
+  return O;
+}
+
+template <class T>
+Mat<T> BandScores<T>::applyTransposed(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& W) const {
+  Mat<T> O = Mat<T>::Zero(nk_, W.cols());
+  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { O.row(j) += a * W.row(i); });
   return O;
 }
 

@@ -41,8 +41,12 @@ class BandScores {
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;
   Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // dense, for display only
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)
+  Mat<T> applyTransposed(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& W) const;  // Aᵀ·W
 
  private:
+  // visit(i, j, A_ij) for every support entry with active i and j.
+  template <class Visit>
+  void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit) const;
   // Columns of row i held in band storage: j = i − W + b for b in [first(i), last(i)].
   Eigen::Index firstSlot(Eigen::Index i) const;
   Eigen::Index lastSlot(Eigen::Index i) const;

@@ -52,6 +52,42 @@ Mat<T> scatterColumns(const Mat<T>& sub, const std::vector<Eigen::Index>& idx, E
   return out;
 }
 
+// A plan over the valid tokens seen over all n tokens: padded rows and columns are 0. Structured plans stay
+// structured (their products gather and scatter rows); dense ones are widened once.
+template <class T>
+class ScatteredPlan final : public TransportPlan<T> {
+ public:
+  ScatteredPlan(Plan<T> valid, std::vector<Eigen::Index> idx, Eigen::Index n)
+      : valid_(std::move(valid)), idx_(std::move(idx)), n_(n) {}
+  Eigen::Index rows() const override { return n_; }
+  Eigen::Index cols() const override { return n_; }
+  Mat<T> apply(const Mat<T>& V) const override { return scatterRows<T>(valid_.apply(takeRows(V, idx_)), idx_, n_); }
+  Mat<T> applyTransposed(const Mat<T>& W) const override {
+    return scatterRows<T>(valid_.applyTransposed(takeRows(W, idx_)), idx_, n_);
+  }
+  Mat<T> materialize() const override { return widened(valid_.dense(), idx_, n_); }
+  const char* kind() const override { return valid_.kind(); }
+
+  static Mat<T> widened(const Mat<T>& A, const std::vector<Eigen::Index>& idx, Eigen::Index n) {
+    Mat<T> out = Mat<T>::Zero(n, n);
+    for (size_t a = 0; a < idx.size(); ++a)
+      for (size_t b = 0; b < idx.size(); ++b) out(idx[a], idx[b]) = A(Eigen::Index(a), Eigen::Index(b));
+    return out;
+  }
+
+ private:
+  Plan<T> valid_;
+  std::vector<Eigen::Index> idx_;
+  Eigen::Index n_;
+};
+
+template <class T>
+Plan<T> scatteredPlan(const Plan<T>& valid, const std::vector<Eigen::Index>& idx, Eigen::Index n) {
+  if (valid.empty()) return {};
+  if (valid.isDense()) return Plan<T>(ScatteredPlan<T>::widened(valid.dense(), idx, n));
+  return Plan<T>(std::make_shared<const ScatteredPlan<T>>(valid, idx, n));
+}
+
 }  // namespace
 
 template <class T>
@@ -67,11 +103,7 @@ PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFu
   const T negInf = -std::numeric_limits<T>::infinity();
 
   PlanResult<T> out;
-  if (r.plan.size()) {  // lazy runs carry no dense plan
-    out.plan = Mat<T>::Zero(n, n);
-    for (size_t a = 0; a < idx.size(); ++a)
-      for (size_t b = 0; b < idx.size(); ++b) out.plan(idx[a], idx[b]) = r.plan(Eigen::Index(a), Eigen::Index(b));
-  }
+  out.plan = scatteredPlan(r.plan, idx, n);
   if (r.output) out.output = scatterRows<T>(*r.output, idx, n);
   // Padded tokens carry no mass: -inf duals (zero marginal), never -inf with a log-0 marginal elsewhere.
   if (r.u.size()) out.u = scatter<T>(r.u, idx, n, negInf);
@@ -91,27 +123,16 @@ PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFu
   out.errors = widen(r.errors);
   out.massMismatch = r.massMismatch;
   out.seconds = r.seconds;
+  out.backend = r.backend;
+  out.backendNote = r.backendNote;
   out.extras = std::move(r.extras);
   return out;
-}
-
-template <class T>
-Mat<T> applyOnValidSubsequence(const AttentionInput<T>& input, const OutputFunction<T>& run) {
-  if (!input.mask || input.mask->all()) {
-    AttentionInput<T> unmasked = input;
-    unmasked.mask.reset();
-    return run(unmasked);
-  }
-  const auto idx = validIndices(*input.mask);
-  return scatterRows<T>(run(validInput(input, idx)), idx, input.mask->size());
 }
 
 template Mat<float> takeRows(const Mat<float>&, const std::vector<Eigen::Index>&);
 template Mat<double> takeRows(const Mat<double>&, const std::vector<Eigen::Index>&);
 template Mat<float> scatterRows(const Mat<float>&, const std::vector<Eigen::Index>&, Eigen::Index, float);
 template Mat<double> scatterRows(const Mat<double>&, const std::vector<Eigen::Index>&, Eigen::Index, double);
-template Mat<float> applyOnValidSubsequence(const AttentionInput<float>&, const OutputFunction<float>&);
-template Mat<double> applyOnValidSubsequence(const AttentionInput<double>&, const OutputFunction<double>&);
 template PlanResult<float> runOnValidSubsequence(const AttentionInput<float>&, const PlanFunction<float>&);
 template PlanResult<double> runOnValidSubsequence(const AttentionInput<double>&, const PlanFunction<double>&);
 

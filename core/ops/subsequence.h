@@ -1,6 +1,7 @@
 #pragma once
 // mask_mode=subsequence for any operator: run on the valid tokens only, then scatter the result back
-// into full size with zero plan rows/columns, zero output rows and -inf duals at padded positions.
+// into full size with zero plan rows/columns, zero output rows and -inf duals at padded positions. A
+// structured plan (ops/transport_plan.h) stays structured.
 // Family extras keep the shape the family gave them on the valid tokens (their rows need not be tokens).
 #include <functional>
 #include <vector>
@@ -16,12 +17,6 @@ using PlanFunction = std::function<PlanResult<T>(const AttentionInput<T>&)>;
 // Without a mask (or with every token valid) this simply calls `run(input)`.
 template <class T>
 PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFunction<T>& run);
-
-// The same for lazy paths that return only O = A·V: run on the valid tokens, zero output rows elsewhere.
-template <class T>
-using OutputFunction = std::function<Mat<T>(const AttentionInput<T>&)>;
-template <class T>
-Mat<T> applyOnValidSubsequence(const AttentionInput<T>& input, const OutputFunction<T>& run);
 
 // Building blocks for family extras that must be widened to the full sequence.
 std::vector<Eigen::Index> validIndices(const Mask& mask);

@@ -4,14 +4,23 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "session/backend_choice.h"
 
 namespace tl {
 
 PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<double>& input, Precision precision,
-                               Feedback& feedback) {
+                               DeviceChoice device, Feedback& feedback) {
   const auto op = OperatorRegistry::builtin().create(spec);
-  if (precision == Precision::F64) return op->run(input, feedback);
-  return op->run(input.cast<float>(), feedback).cast<double>();
+  const BackendChoice choice = chooseBackend(*op, device);
+  PlanResult<double> r;
+  if (choice.backend == Backend::Cuda)  // float32 on the device; the dense plan stays there until asked for
+    r = op->runCuda(input.cast<float>(), DeviceRequest{}, feedback).cast<double>();
+  else if (precision == Precision::F64)
+    r = op->run(input, feedback);
+  else
+    r = op->run(input.cast<float>(), feedback).cast<double>();
+  r.backendNote = choice.note;
+  return r;
 }
 
 namespace {
@@ -53,7 +62,7 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
     feedback.setProgress(double(i) / double(count), session.operators[i].family);
     OperatorRun run;
     run.spec = session.operators[i];
-    run.result = runOperator(run.spec, *r.input, session.precision, feedback);
+    run.result = runOperator(run.spec, *r.input, session.precision, session.device, feedback);
     r.runs.push_back(std::move(run));
   }
   if (count > 1) analyseComparison(r, feedback);

@@ -41,9 +41,11 @@ struct SessionResult {
 
 // Synchronous: what the CLI and tests call. Throws tl::Error on failure, Canceled when canceled.
 SessionResult runSession(const Session& session, Feedback& feedback = noFeedback());
-// Runs one operator on an input in the requested precision.
+// Runs one operator on an input in the requested precision on the backend `device` selects
+// (session/backend_choice.h; the GPU computes in float32). The result says which backend ran and, when the
+// CPU ran although the GPU was asked for, why.
 PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<double>& input, Precision precision,
-                               Feedback& feedback = noFeedback());
+                               DeviceChoice device = DeviceChoice::Cpu, Feedback& feedback = noFeedback());
 
 class Engine {
  public:

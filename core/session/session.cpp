@@ -139,6 +139,7 @@ json toJsonWithBase(const Session& s, const std::string& baseDir) {
           {"version", Session::kFormatVersion},
           {"source", sourceToJson(s.source, baseDir)},
           {"precision", precisionName(s.precision)},
+          {"device", deviceChoiceName(s.device)},
           {"operators", ops},
           {"views", s.views},
           {"swap", swapScopeName(s.swapScope)},
@@ -169,6 +170,7 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
       throw InvalidArgument("session has no \"source\" object (synthetic generator or files)");
     s.source = sourceFromJson(j["source"], baseDir);
     s.precision = parsePrecision(j.value("precision", "f64"));
+    s.device = parseDeviceChoice(j.value("device", "cpu"));  // sessions saved before the CUDA backend: cpu
     s.operators.clear();
     for (const auto& op : j.value("operators", json::array())) {
       const std::string family = op.value("family", "");

@@ -38,6 +38,9 @@ struct Session {
 
   SourceSpec source;
   Precision precision = Precision::F64;
+  // Where the operators run (ops/backend.h): cpu, cuda (float32; families without kernels run on the CPU and
+  // say so) or auto (cuda when a usable device exists).
+  DeviceChoice device = DeviceChoice::Cpu;
   std::vector<OperatorSpec> operators;  // operators[0] is the primary one; more for compare mode
   SwapScope swapScope = SwapScope::Layer;  // model sources only
   std::vector<std::string> views{"plan", "convergence", "cloud3d"};

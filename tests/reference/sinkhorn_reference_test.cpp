@@ -42,7 +42,7 @@ TEST_P(SinkhornFixture, Float64MatchesReference) {
   const FixtureCase& c = GetParam();
   const auto result = runCase<double>(c, c.input());
   ASSERT_TRUE(result.output.has_value());
-  EXPECT_EQ(compareWithInf(result.plan, c.expected("plan"), kTolF64), std::nullopt) << "plan";
+  EXPECT_EQ(compareWithInf(result.plan.dense(), c.expected("plan"), kTolF64), std::nullopt) << "plan";
   EXPECT_EQ(compareWithInf(*result.output, c.expected("output"), kTolF64), std::nullopt) << "output";
   EXPECT_EQ(compareWithInf(column(result.u), c.expected("u"), kTolF64), std::nullopt) << "u";
   EXPECT_EQ(compareWithInf(column(result.v), c.expected("v_dual"), kTolF64), std::nullopt) << "v";
@@ -52,7 +52,7 @@ TEST_P(SinkhornFixture, Float32MatchesReference) {
   const FixtureCase& c = GetParam();
   const auto result = runCase<float>(c, c.input().cast<float>());
   ASSERT_TRUE(result.output.has_value());
-  EXPECT_EQ(compareWithInf(result.plan.cast<double>(), c.expected("plan"), kTolF32), std::nullopt) << "plan";
+  EXPECT_EQ(compareWithInf(result.plan.dense().cast<double>(), c.expected("plan"), kTolF32), std::nullopt) << "plan";
   EXPECT_EQ(compareWithInf(result.output->cast<double>(), c.expected("output"), kTolF32), std::nullopt)
       << "output";
 }
@@ -63,7 +63,7 @@ TEST_P(SinkhornFixture, RegistryOperatorFromTextMatchesReference) {
   const auto& registry = OperatorRegistry::builtin();
   const auto op = registry.create(registry.parse(c.op));
   const auto result = op->run(c.input(), noFeedback());
-  EXPECT_EQ(compareWithInf(result.plan, c.expected("plan"), kTolF64), std::nullopt) << c.op;
+  EXPECT_EQ(compareWithInf(result.plan.dense(), c.expected("plan"), kTolF64), std::nullopt) << c.op;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SinkhornFixture, ::testing::ValuesIn(loadFixtureCases()),

@@ -61,7 +61,7 @@ TEST_F(Cloud3DStructureTest, LotDrawsPivotsAndFlowsThroughThem) {
   toggle()->setChecked(false);
   EXPECT_FALSE(view_.scene().counts().flows);
   EXPECT_EQ(view_.scene().pivotsDrawn(), 0);
-  EXPECT_EQ(view_.scene().counts().entries, (result_->runs.front().result.plan.array() > 0).count());
+  EXPECT_EQ(view_.scene().counts().entries, (result_->runs.front().result.plan.dense().array() > 0).count());
 }
 
 TEST_F(Cloud3DStructureTest, EspDrawsItsSliceDirections) {

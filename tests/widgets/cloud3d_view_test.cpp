@@ -30,7 +30,7 @@ TEST_F(Cloud3DViewTest, HoldsPointsAndTheLargestLines) {
   EXPECT_EQ(view.scene().counts().lines, 100);
 
   // The drawn lines are the largest entries: their mass share is the sum of the top 100 entries.
-  const MatD& plan = result->runs.front().result.plan;
+  const MatD& plan = result->runs.front().result.plan.dense();
   std::vector<double> entries(plan.data(), plan.data() + plan.size());
   std::sort(entries.rbegin(), entries.rend());
   const double top = std::accumulate(entries.begin(), entries.begin() + 100, 0.0);

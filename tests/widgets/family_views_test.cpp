@@ -191,8 +191,8 @@ TEST_F(FamilyViewsTest, CompareModeHoldsTwoOperatorsAndItsViewEqualsTheCoreAnaly
   ASSERT_TRUE(compare->showingContent()) << compare->message().toStdString();
 
   const SessionResult& result = *window_->lastResult();
-  const MatD& A1 = result.runs[0].result.plan;
-  const MatD& A2 = result.runs[1].result.plan;
+  const MatD& A1 = result.runs[0].result.plan.dense();
+  const MatD& A2 = result.runs[1].result.plan.dense();
   ASSERT_EQ(compare->difference().rows(), A1.rows());
   ASSERT_EQ(compare->difference().columns(), A1.cols());
   double worst = 0;

@@ -106,7 +106,7 @@ TEST_F(FigureExportTest, RenderFiguresSkipsThe3DViewForNonPointClouds) {
 }
 
 TEST_F(FigureExportTest, PlanExportsAsNpyAndCsv) {
-  const MatD& plan = result_->runs.front().result.plan;
+  const MatD& plan = result_->runs.front().result.plan.dense();
   const std::string npy = test::outputDir() + "/plan.npy", csv = test::outputDir() + "/plan.csv";
   exportPlan(plan, npy);
   exportPlan(plan, csv);

@@ -41,7 +41,7 @@ TEST_F(MainWindowTest, TSliderRecomputesAndHeatmapEqualsCoreResult) {
   ASSERT_TRUE(test::waitUntil([&] { return window.lastResult() != nullptr; }));
   auto* heatmap = dynamic_cast<PlanHeatmapView*>(window.view("plan"));
   ASSERT_NE(heatmap, nullptr);
-  const MatD before = window.lastResult()->runs.front().result.plan;
+  const MatD before = window.lastResult()->runs.front().result.plan.dense();
   ASSERT_EQ(maxCellDifference(*heatmap, before), 0.0);
 
   auto* slider = window.operatorPanel()->findChild<QSlider*>("slider:T");
@@ -57,7 +57,7 @@ TEST_F(MainWindowTest, TSliderRecomputesAndHeatmapEqualsCoreResult) {
   const Session edited = window.currentSession();
   EXPECT_EQ(getInt(edited.operators.front().params, "T"), 3);
   const SessionResult reference = runSession(edited);
-  EXPECT_EQ(maxCellDifference(*heatmap, reference.runs.front().result.plan), 0.0);
+  EXPECT_EQ(maxCellDifference(*heatmap, reference.runs.front().result.plan.dense()), 0.0);
 
   auto* marginal = window.findChild<QLabel*>("statusMarginal");
   ASSERT_NE(marginal, nullptr);

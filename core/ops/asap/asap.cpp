@@ -69,12 +69,12 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   r.u = eps * ut;
   r.v = eps * vt;
   r.plan = X.plan(ut, vt, T(nq));
-  if (in.V) r.output = r.plan * (*in.V);
+  if (in.V) r.output = r.plan.apply(*in.V);
 
   r.rowTarget = (exactExp(logMu.array()) * T(nq)).matrix();
   r.colTarget = (exactExp(logNu.array()) * T(nq)).matrix();
   r.massMismatch = std::abs(r.rowTarget.sum() - r.colTarget.sum()) > 1e-6 * double(nq);
-  r.errors = marginalErrorsFromSums<T>(r.plan.rowwise().sum(), r.rowTarget, r.plan.colwise().sum().transpose(),
+  r.errors = marginalErrorsFromSums<T>(r.plan.rowSums(), r.rowTarget, r.plan.colSums(),
                                        r.colTarget);
   r.errorHistory = {r.errors};
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "ops/banded/band_plan.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/mask_mode.h"
@@ -73,23 +74,21 @@ Mat<T> tileErrors(const Vec<T>& sums, const Vec<T>& target, int tile) {
   return out;
 }
 
-// The banded forward on an input without padding. `formPlan` = false keeps memory O(n·W): only the
-// output is formed (the lazy path).
+// The banded forward on an input without padding. The plan stays a band (band_plan.h): memory O(n·W).
 template <class T>
-PlanResult<T> bandedDense(const AttentionInput<T>& original, const BandedParams& p, Feedback& feedback, bool formPlan) {
+PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
   const AttentionInput<T> in = p.dustbin ? withDustbin(original) : original;
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
   // With a dustbin every token must reach it, which widens the band to the whole sequence (§4.3).
   const Eigen::Index W = p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
-  if (formPlan) checkDenseSize(original.Q.rows(), original.K.rows(), sizeof(T), "banded Sinkhorn (dense plan for display)");
-  const BandScores<T> X(in.Q, in.K, T(p.eps), W);
+  const auto X = std::make_shared<const BandScores<T>>(in.Q, in.K, T(p.eps), W);
 
-  // Unit targets (§2.2): every active row and column has mass 1 in attention scale A = n_q·P; tokens
-  // with no support entry are inactive (rows i ≥ n_k + W on rectangles, errata 18).
+  // Unit targets: every active row and column has mass 1 in attention scale A = n_q·P; tokens with no
+  // support entry are inactive (rows i ≥ n_k + W on rectangles, docs/operators/banded.md#rectangles).
   const T logUnit = -std::log(T(nq));
-  const Vec<T> logMu = X.activeRows().select(Vec<T>::Constant(nq, logUnit), kNegInf<T>).matrix();
-  const Vec<T> logNu = X.activeCols().select(Vec<T>::Constant(nk, logUnit), kNegInf<T>).matrix();
+  const Vec<T> logMu = X->activeRows().select(Vec<T>::Constant(nq, logUnit), kNegInf<T>).matrix();
+  const Vec<T> logNu = X->activeCols().select(Vec<T>::Constant(nk, logUnit), kNegInf<T>).matrix();
   const T scale = T(nq);
 
   PlanResult<T> r;
@@ -98,21 +97,24 @@ PlanResult<T> bandedDense(const AttentionInput<T>& original, const BandedParams&
   options.budget = p.budget();
   options.centredFullSteps = p.baseSteps;
   options.stage = "banded";
-  runSinkhornLoop<T>(X, logMu, logNu, T(p.eps), scale, options, feedback, r, ut, vt);
+  runSinkhornLoop<T>(*X, logMu, logNu, T(p.eps), scale, options, feedback, r, ut, vt);
 
   // Final sums from one more pass each way, for the per-tile errors of the banded view.
-  const Vec<T> rowSums = (ut.array() == kNegInf<T>).select(T(0), scale * (ut + X.rowLogSumExp(vt)).array().exp()).matrix();
-  const Vec<T> colSums = (vt.array() == kNegInf<T>).select(T(0), scale * (vt + X.colLogSumExp(ut)).array().exp()).matrix();
-  if (in.V) r.output = X.apply(ut, vt, scale, *in.V);
-  if (formPlan) r.plan = X.plan(ut, vt, scale);
-
+  const Vec<T> rowSums = (ut.array() == kNegInf<T>).select(T(0), scale * (ut + X->rowLogSumExp(vt)).array().exp()).matrix();
+  const Vec<T> colSums = (vt.array() == kNegInf<T>).select(T(0), scale * (vt + X->colLogSumExp(ut)).array().exp()).matrix();
   const Eigen::Index n0q = original.Q.rows(), n0k = original.K.rows();
+  r.plan = Plan<T>(std::make_shared<const BandPlan<T>>(X, ut, vt, scale, n0q, n0k));
+  if (original.V) r.output = r.plan.apply(*original.V);
+
   if (p.dustbin) {
-    // Report the real tokens; the dustbin's share is what each real row/column does not keep.
-    r.extras["banded_dustbin_query_mass"] = r.plan.size() ? Mat<T>(r.plan.block(0, n0k, n0q, 1)) : Mat<T>();
-    r.extras["banded_dustbin_key_mass"] = r.plan.size() ? Mat<T>(r.plan.block(n0q, 0, 1, n0k).transpose()) : Mat<T>();
-    if (r.plan.size()) r.plan = Mat<T>(r.plan.topLeftCorner(n0q, n0k));
-    if (r.output) r.output = Mat<T>(r.output->topRows(n0q));
+    // Report the real tokens; the dustbin's share is what each real row/column sends to it (receives from it).
+    auto unit = [](Eigen::Index n) {
+      Mat<T> e = Mat<T>::Zero(n, 1);
+      e(n - 1, 0) = T(1);
+      return e;
+    };
+    r.extras["banded_dustbin_query_mass"] = X->apply(ut, vt, scale, unit(nk)).topRows(n0q);
+    r.extras["banded_dustbin_key_mass"] = X->applyTransposed(ut, vt, scale, unit(nq)).topRows(n0k);
     r.u = Vec<T>(r.u.head(n0q));
     r.v = Vec<T>(r.v.head(n0k));
     r.uHistory = Mat<T>(r.uHistory.leftCols(n0q));
@@ -122,26 +124,11 @@ PlanResult<T> bandedDense(const AttentionInput<T>& original, const BandedParams&
   r.extras["banded_tile_col_errors"] = tileErrors<T>(colSums, r.colTarget, p.tile);
   if (p.dustbin) {
     // Targets of the real tokens: their unit mass minus what the plan sends to (receives from) the dustbin.
-    r.rowTarget = Vec<T>(r.rowTarget.head(n0q));
-    r.colTarget = Vec<T>(r.colTarget.head(n0k));
-    if (r.extras["banded_dustbin_query_mass"].size()) {
-      r.rowTarget -= Vec<T>(r.extras["banded_dustbin_query_mass"].col(0));
-      r.colTarget -= Vec<T>(r.extras["banded_dustbin_key_mass"].col(0));
-    }
+    r.rowTarget = Vec<T>(r.rowTarget.head(n0q)) - Vec<T>(r.extras["banded_dustbin_query_mass"].col(0));
+    r.colTarget = Vec<T>(r.colTarget.head(n0k)) - Vec<T>(r.extras["banded_dustbin_key_mass"].col(0));
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
-}
-
-template <class T>
-PlanResult<T> bandedRun(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback, bool formPlan) {
-  checkBandedParams(params);
-  validateInput(input);
-  // Padding: the band acts on the valid sub-sequence (mask_mode=subsequence), so with padding inside the
-  // sequence neighbours are counted among valid tokens, not raw positions.
-  return runOnValidSubsequence<T>(input, [&](const AttentionInput<T>& valid) {
-    return bandedDense(valid, params, feedback, formPlan);
-  });
 }
 
 }  // namespace
@@ -156,13 +143,18 @@ BandedParams BandedParams::from(const ParamSet& resolved) {
 
 template <class T>
 PlanResult<T> bandedAttention(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback) {
-  return bandedRun(input, params, feedback, true);
+  checkBandedParams(params);
+  validateInput(input);
+  // Padding: the band acts on the valid sub-sequence (mask_mode=subsequence), so with padding inside the
+  // sequence neighbours are counted among valid tokens, not raw positions.
+  return runOnValidSubsequence<T>(
+      input, [&](const AttentionInput<T>& valid) { return bandedOnValid(valid, params, feedback); });
 }
 
 template <class T>
 Mat<T> bandedOutput(const AttentionInput<T>& input, const BandedParams& params, Feedback& feedback) {
   if (!input.V) throw InvalidArgument("banded: the lazy path computes A·V and needs V");
-  return *bandedRun(input, params, feedback, false).output;
+  return *bandedAttention(input, params, feedback).output;
 }
 
 template PlanResult<float> bandedAttention(const AttentionInput<float>&, const BandedParams&, Feedback&);
@@ -175,9 +167,10 @@ void registerBanded(OperatorRegistry& registry) {
       {{"banded", "Banded Sinkhorn",
         "unit-target Sinkhorn on the band |i−j| ≤ W (raw indices; on rectangles rows i ≥ n_k+W have no support), "
         "stopped base + tail; equivalent budget T = 2·(base_steps+tail_steps)"},
-       bandedParamBindings()},
-      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedAttention(input, p, f); },
-      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedOutput(input, p, f); }));
+       bandedParamBindings(),
+       {},
+       [](const BandedParams&) { return true; }},
+      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedAttention(input, p, f); }));
 }
 
 }  // namespace tl

@@ -27,11 +27,11 @@ PlanResult<T> diffOnValid(const AttentionInput<T>& in, double lambda, Feedback& 
   const auto start = std::chrono::steady_clock::now();
   PlanResult<T> r;
   r.plan = halfSoftmax(in, 0, feedback) - T(lambda) * halfSoftmax(in, 1, feedback);
-  if (in.V) r.output = r.plan * (*in.V);
+  if (in.V) r.output = r.plan.apply(*in.V);
   const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
   r.rowTarget = Vec<T>::Ones(nq);
   r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
-  r.errors = marginalErrorsFromSums<T>(r.plan.rowwise().sum(), r.rowTarget, r.plan.colwise().sum().transpose(),
+  r.errors = marginalErrorsFromSums<T>(r.plan.rowSums(), r.rowTarget, r.plan.colSums(),
                                        r.colTarget);
   r.errorHistory = {r.errors};
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "ops/esp/sliced_plan.h"
 #include "ops/esp/soft_sort.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
@@ -41,13 +42,6 @@ HardSlices<T> hardSlices(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, 
     h.costs(l) = sliceCost(h.slices.back(), Q, K, p.costExponent());
   }
   return h;
-}
-
-template <class T>
-Mat<T> hardPlan(const HardSlices<T>& h, const Vec<T>& weights, Eigen::Index nq, Eigen::Index nk) {
-  Mat<T> plan = Mat<T>::Zero(nq, nk);
-  for (size_t l = 0; l < h.slices.size(); ++l) addSlicePlan(h.slices[l], T(nq) * weights(Eigen::Index(l)), plan);
-  return plan;
 }
 
 // C_ij = ‖q_i − k_j‖^p.
@@ -124,8 +118,7 @@ void setTargetsAndErrors(PlanResult<T>& r) {
   const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
   r.rowTarget = Vec<T>::Ones(nq);
   r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
-  r.errors = marginalErrorsFromSums<T>(r.plan.rowwise().sum(), r.rowTarget, r.plan.colwise().sum().transpose(),
-                                       r.colTarget);
+  r.errors = marginalErrorsFromSums<T>(r.plan.rowSums(), r.rowTarget, r.plan.colSums(), r.colTarget);
   r.errorHistory = {r.errors};
 }
 
@@ -133,25 +126,26 @@ template <class T>
 PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
-  checkDenseSize(nq, nk, sizeof(T), "ESP");
   const auto [Q, K] = queriesAndKeys(in, p);
   const Mat<T> theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
   const HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
   const Vec<T> hardWeights = sliceWeights(hard.costs, p.tau);
 
+  // Hard: the plan stays a set of weighted slice matchings, nothing n×n (sliced_plan.h).
+  const auto hardAttention = std::make_shared<const SlicedPlan<T>>(hard.slices, hardWeights, nq, nk);
   PlanResult<T> r;
   Vec<T> costs = hard.costs;
   if (p.sort == SortMode::Soft) {
     checkDenseSize(std::max(nq, nk), std::max(nq, nk), sizeof(T), "ESP SoftSort");
     SoftPlan<T> soft = softPlan(Q, K, theta, p, feedback);
-    const Mat<T> hardAttention = hardPlan(hard, hardWeights, nq, nk);
-    r.extras[EspExtras::hardDistance] = Mat<T>::Constant(1, 1, (soft.plan - hardAttention).cwiseAbs().maxCoeff());
+    r.extras[EspExtras::hardDistance] =
+        Mat<T>::Constant(1, 1, (soft.plan - hardAttention->materialize()).cwiseAbs().maxCoeff());
     r.plan = std::move(soft.plan);
     costs = soft.costs;
   } else {
-    r.plan = hardPlan(hard, hardWeights, nq, nk);
+    r.plan = Plan<T>(hardAttention);
   }
-  if (in.V) r.output = r.plan * (*in.V);
+  if (in.V) r.output = r.plan.apply(*in.V);
   setTargetsAndErrors(r);
   r.extras[EspExtras::weights] = sliceWeights(costs, p.tau);
   r.extras[EspExtras::costs] = costs;
@@ -169,18 +163,6 @@ Mat<T> widenMatchings(const Mat<T>& sub, const std::vector<Eigen::Index>& valid,
   Mat<T> out = Mat<T>::Constant(sub.rows(), n, T(-1));
   for (Eigen::Index l = 0; l < sub.rows(); ++l)
     for (size_t c = 0; c < valid.size(); ++c) out(l, valid[c]) = T(valid[Eigen::Index(sub(l, Eigen::Index(c)))]);
-  return out;
-}
-
-template <class T>
-Mat<T> lazyOnValid(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
-  const auto [Q, K] = queriesAndKeys(in, p);
-  const Mat<T> theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
-  const HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
-  const Vec<T> weights = sliceWeights(hard.costs, p.tau);
-  Mat<T> out = Mat<T>::Zero(Q.rows(), in.V->cols());
-  for (size_t l = 0; l < hard.slices.size(); ++l)
-    addSliceOutput(hard.slices[l], T(Q.rows()) * weights(Eigen::Index(l)), *in.V, out);
   return out;
 }
 
@@ -209,13 +191,10 @@ PlanResult<T> espAttention(const AttentionInput<T>& input, const EspParams& para
 
 template <class T>
 Mat<T> espLazyOutput(const AttentionInput<T>& input, const EspParams& params, Feedback& feedback) {
-  params.check();
-  validateInput(input);
   if (params.sort != SortMode::Hard)
     throw InvalidArgument("esp: the lazy path applies hard plans only; use sort=hard or the dense plan");
   if (!input.V) throw InvalidArgument("esp: the lazy path computes O = A·V and needs V");
-  return applyOnValidSubsequence<T>(
-      input, [&](const AttentionInput<T>& valid) { return lazyOnValid(valid, params, feedback); });
+  return *espAttention(input, params, feedback).output;
 }
 
 template Vec<float> sliceWeights(const Vec<float>&, double);
@@ -231,10 +210,9 @@ void registerEsp(OperatorRegistry& registry) {
         "expected sliced transport plan: per-slice sorted matchings averaged with weights softmax(−tau·D_l); "
         "exactly doubly stochastic with sort=hard"},
        espParamBindings(),
-       {Backend::Torch}},
-      [](const auto& input, const EspParams& p, Feedback& f) { return espAttention(input, p, f); },
-      [](const auto& input, const EspParams& p, Feedback& f) { return espLazyOutput(input, p, f); },
-      [](const EspParams& p) { return p.sort == SortMode::Hard; }));
+       {Backend::Torch},
+       [](const EspParams& p) { return p.sort == SortMode::Hard; }},
+      [](const auto& input, const EspParams& p, Feedback& f) { return espAttention(input, p, f); }));
 }
 
 }  // namespace tl

@@ -36,7 +36,8 @@ PlanResult<T> espAttention(const AttentionInput<T>& input, const EspParams& para
                            Feedback& feedback = noFeedback());
 
 // O = A·V for sort=hard without forming any n×n matrix: O(L·n·(log n + d + d_v)) by gathering V per slice
-// (§3.2 "hard fast path", oracle O11). Needs V; padded rows of O are 0.
+// (docs/operators/esp.md#lazy-path): espAttention's output, whose hard plan is a SlicedPlan. Needs V; padded
+// rows of O are 0.
 template <class T>
 Mat<T> espLazyOutput(const AttentionInput<T>& input, const EspParams& params, Feedback& feedback = noFeedback());
 

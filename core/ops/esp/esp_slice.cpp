@@ -127,15 +127,20 @@ void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan) {
 }
 
 template <class T>
-void addSliceOutput(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& output) {
-  Vec<T> keySum(V.cols());
+void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& output, bool transposed) {
+  Vec<T> sourceSum(V.cols());
   for (const auto& b : s.blocks) {
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
-    keySum.setZero();
-    for (int c = k0; c < k1; ++c) keySum += V.row(s.keyOrder[c]).transpose();
     const T entry = scale * T(b.mass) / T((q1 - q0) * (k1 - k0));
-    for (int r = q0; r < q1; ++r) output.row(s.queryOrder[r]) += entry * keySum.transpose();
+    // A·V: queries of the group receive the sum of the key group's rows; Aᵀ·W: the other way round.
+    const std::vector<int>& sourceOrder = transposed ? s.queryOrder : s.keyOrder;
+    const std::vector<int>& targetOrder = transposed ? s.keyOrder : s.queryOrder;
+    const int s0 = transposed ? q0 : k0, s1 = transposed ? q1 : k1;
+    const int t0 = transposed ? k0 : q0, t1 = transposed ? k1 : q1;
+    sourceSum.setZero();
+    for (int c = s0; c < s1; ++c) sourceSum += V.row(sourceOrder[c]).transpose();
+    for (int r = t0; r < t1; ++r) output.row(targetOrder[r]) += entry * sourceSum.transpose();
   }
 }
 
@@ -144,7 +149,7 @@ void addSliceOutput(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& output
   template HardSlice hardSlice(const Vec<T>&, const Vec<T>&, const std::vector<RankCouplingEntry>&, TiePolicy); \
   template T sliceCost(const HardSlice&, const Mat<T>&, const Mat<T>&, double);                                 \
   template void addSlicePlan(const HardSlice&, T, Mat<T>&);                                                     \
-  template void addSliceOutput(const HardSlice&, T, const Mat<T>&, Mat<T>&);
+  template void addSliceProduct(const HardSlice&, T, const Mat<T>&, Mat<T>&, bool);
 TL_ESP_SLICE(float)
 TL_ESP_SLICE(double)
 #undef TL_ESP_SLICE

@@ -42,9 +42,10 @@ T sliceCost(const HardSlice& slice, const Mat<T>& Q, const Mat<T>& K, double p);
 template <class T>
 void addSlicePlan(const HardSlice& slice, T scale, Mat<T>& plan);
 
-// output += scale·U_l·V by gather: query i ∈ g_q receives scale·mass/(|g_q||g_k|)·Σ_{j∈g_k} v_j.
+// output += scale·U_l·V by gather: query i ∈ g_q receives scale·mass/(|g_q||g_k|)·Σ_{j∈g_k} v_j; with
+// `transposed`, output += scale·U_lᵀ·V (key j ∈ g_k receives the same share of Σ_{i∈g_q} v_i).
 template <class T>
-void addSliceOutput(const HardSlice& slice, T scale, const Mat<T>& V, Mat<T>& output);
+void addSliceProduct(const HardSlice& slice, T scale, const Mat<T>& V, Mat<T>& output, bool transposed);
 
 // C_ij = ‖q_i − k_j‖^p from ‖q_i − k_j‖² (spec/esp.md §2.3); p = 2 needs no square root.
 template <class T>

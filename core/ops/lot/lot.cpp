@@ -10,6 +10,7 @@
 #include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/lot/lot_coupling.h"
+#include "ops/lot/low_rank_plan.h"
 #include "ops/subsequence.h"
 
 namespace tl {
@@ -60,7 +61,7 @@ struct LotSolution {
 
 // Both problems on an input without padding.
 template <class T>
-LotSolution<T> solveOnValid(const AttentionInput<T>& valid, const LotParams& p, bool trackErrors, Feedback& feedback) {
+LotSolution<T> solveOnValid(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
   const int n = std::min(valid.nQueries(), valid.nKeys());
   if (p.r > n)
     throw InvalidArgument("lot: r = " + std::to_string(p.r) + " pivots exceed n = " + std::to_string(n) +
@@ -68,20 +69,20 @@ LotSolution<T> solveOnValid(const AttentionInput<T>& valid, const LotParams& p, 
   LotSolution<T> s;
   s.pivots = resolvePivots(valid, p, feedback);
   s.coupling = solveLotCoupling<T>(valid.Q, valid.K, s.pivots.locations.template cast<T>(),
-                                   logPivotMasses<T>(s.pivots.massLogits, p.massTemp), p.eps, p.T, trackErrors,
-                                   feedback);
+                                   logPivotMasses<T>(s.pivots.massLogits, p.massTemp), p.eps, p.T,
+                                   /*trackErrors=*/true, feedback);
   return s;
 }
 
 template <class T>
 PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
-  checkDenseSize(valid.nQueries(), valid.nKeys(), sizeof(T), "LOT (dense plan; its lazy output needs no n×n)");
-  const LotSolution<T> s = solveOnValid(valid, p, /*trackErrors=*/true, feedback);
+  const LotSolution<T> s = solveOnValid(valid, p, feedback);
   const LotCoupling<T>& c = s.coupling;
 
+  // The plan stays factored (low_rank_plan.h): nothing n×n unless a view asks.
   PlanResult<T> r;
-  r.plan = c.dense();
+  r.plan = Plan<T>(std::make_shared<const LowRankPlan<T>>(c));
   if (valid.V) r.output = c.apply(*valid.V);
   r.errorHistory = c.errorHistory;
   r.errors = c.errorHistory.back();
@@ -174,12 +175,8 @@ PlanResult<T> lotAttention(const AttentionInput<T>& input, const LotParams& para
 
 template <class T>
 Mat<T> lotOutput(const AttentionInput<T>& input, const LotParams& params, Feedback& feedback) {
-  validateParams(params);
-  validateInput(input);
   if (!input.V) throw InvalidArgument("lot: the lazy output O = A·V needs values V");
-  return applyOnValidSubsequence<T>(input, [&](const AttentionInput<T>& valid) {
-    return solveOnValid(valid, params, /*trackErrors=*/false, feedback).coupling.apply(*valid.V);
-  });
+  return *lotAttention(input, params, feedback).output;
 }
 
 template PlanResult<float> lotAttention(const AttentionInput<float>&, const LotParams&, Feedback&);
@@ -191,9 +188,9 @@ void registerLot(OperatorRegistry& registry) {
   registry.add(familyInfo<LotParams>(
       {{"lot", "LOT", "low-rank doubly stochastic attention through r pivots (two entropic problems, glued)"},
        lotParamBindings(),
-       {Backend::Torch}},
-      [](const auto& input, const LotParams& p, Feedback& f) { return lotAttention(input, p, f); },
-      [](const auto& input, const LotParams& p, Feedback& f) { return lotOutput(input, p, f); }));
+       {Backend::Torch},
+       [](const LotParams&) { return true; }},
+      [](const auto& input, const LotParams& p, Feedback& f) { return lotAttention(input, p, f); }));
 }
 
 }  // namespace tl

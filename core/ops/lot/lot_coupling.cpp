@@ -56,6 +56,13 @@ Mat<T> LotCoupling<T>::apply(const Mat<T>& V) const {
 }
 
 template <class T>
+Mat<T> LotCoupling<T>::applyTransposed(const Mat<T>& W) const {
+  const Vec<T> invw = (-logw.array()).exp().matrix();
+  const Mat<T> QW = invw.asDiagonal() * (P1.transpose() * W);  // r × c: diag(1/w) (P1ᵀ W)
+  return T(P1.rows()) * (P2.transpose() * QW);
+}
+
+template <class T>
 Mat<T> LotCoupling<T>::dense() const {
   const Vec<T> invw = (-logw.array()).exp().matrix();
   return T(P1.rows()) * (P1 * (invw.asDiagonal() * P2));

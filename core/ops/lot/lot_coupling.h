@@ -23,8 +23,10 @@ struct LotCoupling {
   // Marginal errors of A after single normalisation t of both problems, t = 1..T (empty unless asked).
   std::vector<MarginalErrors> errorHistory;
 
-  // O = A V = n_q · P1 (diag(1/w) (P2 V)) in O(n r d), never forming n×n (§4.4).
+  // O = A V = n_q · P1 (diag(1/w) (P2 V)) in O(n r d), never forming n×n (docs/operators/lot.md#lazy-path).
   Mat<T> apply(const Mat<T>& V) const;
+  // Aᵀ W = n_q · P2ᵀ (diag(1/w) (P1ᵀ W)), likewise.
+  Mat<T> applyTransposed(const Mat<T>& W) const;
   // A = n_q · P1 diag(1/w) P2, n_q × n_k, for display and the dense checks.
   Mat<T> dense() const;
   // Attention-scale targets: rows 1, columns n_q/n_k (1 when square).

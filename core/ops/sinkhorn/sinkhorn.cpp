@@ -6,6 +6,9 @@
 
 #include "common/errors.h"
 #include "ops/family.h"
+#ifdef TL_HAVE_CUDA
+#include "ops/cuda_attention.h"
+#endif
 #include "ops/log_domain.h"
 #include "ops/score_geometry.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
@@ -24,12 +27,7 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   const T eps = T(p.eps);
   const DenseScores<T> X(in.Q, in.K, eps);
 
-  // Marginals (spec/asap.md §2.3): mu_i = 1/n_q; nu_j = 1/n_k, or 0 on padded keys (keep-queries, §2.5).
-  const Vec<T> logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
-  Vec<T> logNu = Vec<T>::Constant(nk, -std::log(T(nk)));
-  if (keyMask)
-    for (Eigen::Index j = 0; j < nk; ++j)
-      if (!(*keyMask)(j)) logNu(j) = -std::numeric_limits<T>::infinity();
+  const auto [logMu, logNu] = sinkhornLogMarginals<T>(nq, nk, keyMask);
 
   PlanResult<T> r;
   Vec<T> ut, vt;
@@ -39,7 +37,7 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   const T scale = T(nq);
   runSinkhornLoop<T>(X, logMu, logNu, eps, scale, options, feedback, r, ut, vt);
   r.plan = X.plan(ut, vt, scale);
-  if (in.V) r.output = r.plan * (*in.V);
+  if (in.V) r.output = r.plan.apply(*in.V);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -60,6 +58,20 @@ const ParamBindings<SinkhornParams>& sinkhornParamBindings() {
 }
 
 SinkhornParams::SinkhornParams() { sinkhornParamBindings().fillDefaults(*this); }
+
+template <class T>
+std::pair<Vec<T>, Vec<T>> sinkhornLogMarginals(Eigen::Index nq, Eigen::Index nk, const std::optional<Mask>& keyMask) {
+  const Vec<T> logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
+  Vec<T> logNu = Vec<T>::Constant(nk, -std::log(T(nk)));
+  if (keyMask)
+    for (Eigen::Index j = 0; j < nk; ++j)
+      if (!(*keyMask)(j)) logNu(j) = -std::numeric_limits<T>::infinity();
+  return {logMu, logNu};
+}
+
+template std::pair<Vec<float>, Vec<float>> sinkhornLogMarginals(Eigen::Index, Eigen::Index, const std::optional<Mask>&);
+template std::pair<Vec<double>, Vec<double>> sinkhornLogMarginals(Eigen::Index, Eigen::Index,
+                                                                  const std::optional<Mask>&);
 SinkhornParams SinkhornParams::from(const ParamSet& resolved) { return sinkhornParamBindings().fill(resolved); }
 
 template <class T>
@@ -76,10 +88,20 @@ template PlanResult<float> sinkhornAttention(const AttentionInput<float>&, const
 template PlanResult<double> sinkhornAttention(const AttentionInput<double>&, const SinkhornParams&, Feedback&);
 
 void registerSinkhorn(OperatorRegistry& registry) {
+  CudaPath<SinkhornParams> cuda;
+#ifdef TL_HAVE_CUDA
+  cuda.run = [](const AttentionInput<float>& input, const SinkhornParams& p, const DeviceRequest& request,
+                Feedback& feedback) {
+    sinkhornParamBindings().check(p, "sinkhorn");
+    return runDenseOnCuda(input, {p.T, p.eps, false, p.maskMode}, request, feedback);
+  };
+#endif
   registry.add(familyInfo<SinkhornParams>(
       {{"sinkhorn", "Sinkhorn", "log-domain Sinkhorn scaling of exp(QKᵀ/(√d·eps)) with a finite budget T"},
        sinkhornParamBindings(),
-       {Backend::Torch}},
+       {Backend::Torch},
+       {},
+       cuda},
       [](const auto& input, const SinkhornParams& p, Feedback& f) { return sinkhornAttention(input, p, f); }));
 }
 

@@ -3,6 +3,9 @@
 // Budget T = number of single normalisations starting with rows: T=1 is row softmax, odd T ends on rows,
 // even T ends on columns. Scores S = QKᵀ/√d, kernel exp(S/eps), marginals mu = 1/n_q, nu = 1/n_k
 // (keep-queries: nu_j = 0 on padded keys). Returns A = n_q·P plus the duals after every step.
+#include <optional>
+#include <utility>
+
 #include "common/attention_input.h"
 #include "common/feedback.h"
 #include "common/param_bindings.h"
@@ -21,6 +24,11 @@ struct SinkhornParams {
   static SinkhornParams from(const ParamSet& resolved);
 };
 const ParamBindings<SinkhornParams>& sinkhornParamBindings();
+
+// Log marginals in transport scale (docs/conventions.md#masks): mu_i = 1/n_q; nu_j = 1/n_k, or 0 (−inf) on
+// the keys `keyMask` marks as padding (keep-queries).
+template <class T>
+std::pair<Vec<T>, Vec<T>> sinkhornLogMarginals(Eigen::Index nq, Eigen::Index nk, const std::optional<Mask>& keyMask);
 
 template <class T>
 PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornParams& params,

@@ -23,6 +23,19 @@ struct SinkhornLoopOptions {
   const char* stage = "sinkhorn";
 };
 
+// The declared targets of a plan with log marginals logMu, logNu (transport scale, −inf = inactive) in
+// attention scale `scale`, and whether their totals differ (docs/conventions.md#mass-mismatch).
+template <class T>
+void setMarginalTargets(const Vec<T>& logMu, const Vec<T>& logNu, T scale, PlanResult<T>& r) {
+  static constexpr T negInf = -std::numeric_limits<T>::infinity();
+  auto targetOf = [scale](const Vec<T>& logMarginal) -> Vec<T> {
+    return (logMarginal.array() == negInf).select(T(0), scale * logMarginal.array().exp()).matrix();
+  };
+  r.rowTarget = targetOf(logMu);
+  r.colTarget = targetOf(logNu);
+  r.massMismatch = std::abs(double(r.rowTarget.sum() - r.colTarget.sum())) > 1e-6 * double(r.rowTarget.size());
+}
+
 // logMu / logNu: log marginals in transport scale (−inf = inactive token: its potential stays −inf and
 // it carries no mass). The attention plan is scale · exp(X + ut ⊕ vt). Fills duals, histories, errors and
 // targets of `r`; the caller forms the plan (dense or lazy).
@@ -30,9 +43,6 @@ template <class T, class Geometry>
 void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu, T eps, T scale,
                      const SinkhornLoopOptions& options, Feedback& feedback, PlanResult<T>& r, Vec<T>& ut, Vec<T>& vt) {
   static constexpr T negInf = -std::numeric_limits<T>::infinity();
-  auto targetOf = [scale](const Vec<T>& logMarginal) -> Vec<T> {
-    return (logMarginal.array() == negInf).select(T(0), scale * logMarginal.array().exp()).matrix();
-  };
   // Closure: potential = log marginal − LSE; inactive tokens (log marginal −inf) keep −inf, never NaN.
   auto closure = [](const Vec<T>& logMarginal, const Vec<T>& lse) -> Vec<T> {
     return (logMarginal.array() == negInf).select(negInf, logMarginal - lse).matrix();
@@ -41,9 +51,7 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
     return (potential.array() == negInf).select(T(0), scale * (potential + lse).array().exp()).matrix();
   };
 
-  r.rowTarget = targetOf(logMu);
-  r.colTarget = targetOf(logNu);
-  r.massMismatch = std::abs(double(r.rowTarget.sum() - r.colTarget.sum())) > 1e-6 * double(r.rowTarget.size());
+  setMarginalTargets(logMu, logNu, scale, r);
 
   ut = (logMu.array() == negInf).select(negInf, Vec<T>::Zero(logMu.size())).matrix();
   vt = (logNu.array() == negInf).select(negInf, Vec<T>::Zero(logNu.size())).matrix();

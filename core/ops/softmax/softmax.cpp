@@ -1,6 +1,9 @@
 #include "ops/softmax/softmax.h"
 
 #include "ops/family.h"
+#ifdef TL_HAVE_CUDA
+#include "ops/cuda_attention.h"
+#endif
 #include "ops/sinkhorn/sinkhorn.h"
 
 namespace tl {
@@ -32,10 +35,17 @@ template PlanResult<float> softmaxAttention(const AttentionInput<float>&, const 
 template PlanResult<double> softmaxAttention(const AttentionInput<double>&, const SoftmaxParams&, Feedback&);
 
 void registerSoftmax(OperatorRegistry& registry) {
+  CudaPath<SoftmaxParams> cuda;
+#ifdef TL_HAVE_CUDA
+  cuda.run = [](const AttentionInput<float>& input, const SoftmaxParams& p, const DeviceRequest& request,
+                Feedback& feedback) { return runDenseOnCuda(input, {1, 1.0, true, p.maskMode}, request, feedback); };
+#endif
   registry.add(familyInfo<SoftmaxParams>(
       {{"softmax", "Softmax", "row softmax of QKᵀ/√d (the T=1 Sinkhorn step): rows sum to 1, columns do not"},
        softmaxParamBindings(),
-       {Backend::Torch}},
+       {Backend::Torch},
+       {},
+       cuda},
       [](const auto& input, const SoftmaxParams& p, Feedback& f) { return softmaxAttention(input, p, f); }));
 }
 

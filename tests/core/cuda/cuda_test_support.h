@@ -157,7 +157,7 @@ PlanResult<T> referenceHead(const CaseData& data, int head, int budget, double e
   options.budget = budget;
   runSinkhornLoop<T>(X, logMu, logNu, T(eps), T(data.scale), options, noFeedback(), r, ut, vt);
   r.plan = X.plan(ut, vt, T(data.scale));
-  if (c.dv) r.output = r.plan * headMatrix<T>(data.v, head, c.nk, c.dv);
+  if (c.dv) r.output = r.plan.apply(headMatrix<T>(data.v, head, c.nk, c.dv));
   return r;
 }
 
@@ -283,8 +283,8 @@ inline std::vector<double> widen(const std::vector<float>& v) { return std::vect
       appendMat(out.ref32, *r32.output);
     }
     if (asked.plan) {
-      appendMat(plan.ref64, r64.plan);
-      appendMat(plan.ref32, r32.plan);
+      appendMat(plan.ref64, r64.plan.dense());
+      appendMat(plan.ref32, r32.plan.dense());
     }
     if (asked.tileRows) {
       const int rows = int(displayBlocks(c.nq, asked.tileRows)), cols = int(displayBlocks(c.nk, asked.tileCols));

@@ -119,11 +119,11 @@ TEST(Registry, CreatedOperatorMatchesDirectCall) {
   SinkhornParams p;
   p.T = 6;
   p.eps = 0.7;
-  EXPECT_TRUE(test::matricesNear(op->run(in, noFeedback()).plan, sinkhornAttention(in, p).plan, 0.0));
-  EXPECT_TRUE(test::matricesNear(op->run(in.cast<float>(), noFeedback()).plan,
-                                 sinkhornAttention(in.cast<float>(), p).plan, 0.0));
+  EXPECT_TRUE(test::matricesNear(op->run(in, noFeedback()).plan.dense(), sinkhornAttention(in, p).plan.dense(), 0.0));
+  EXPECT_TRUE(test::matricesNear(op->run(in.cast<float>(), noFeedback()).plan.dense(),
+                                 sinkhornAttention(in.cast<float>(), p).plan.dense(), 0.0));
   const auto sm = reg().create(reg().parse("softmax"));
-  EXPECT_TRUE(test::matricesNear(sm->run(in, noFeedback()).plan, softmaxAttention(in, SoftmaxParams{}).plan, 0.0));
+  EXPECT_TRUE(test::matricesNear(sm->run(in, noFeedback()).plan.dense(), softmaxAttention(in, SoftmaxParams{}).plan.dense(), 0.0));
 }
 
 // The backend axis: every family runs on the CPU reference, and exactly the families with a LibTorch version
@@ -136,6 +136,13 @@ TEST(Registry, BackendAxis) {
   }
   EXPECT_EQ(reg().familiesOn(Backend::Cpu).size(), reg().families().size());
   EXPECT_EQ(reg().familiesOn(Backend::Torch), (std::vector<std::string>{"softmax", "sinkhorn", "esp", "lot"}));
+  // CUDA kernels exist for the dense log-domain families; the others say why they run on the CPU.
+  const std::vector<std::string> withKernels = {"softmax", "sinkhorn"};
+  EXPECT_EQ(reg().familiesOn(Backend::Cuda), cudaKernelsBuilt() ? withKernels : std::vector<std::string>{});
+  const auto esp = reg().create(reg().parse("esp"));
+  ASSERT_TRUE(esp->cudaUnsupported().has_value());
+  EXPECT_NE(esp->cudaUnsupported()->find(cudaKernelsBuilt() ? "esp has no CUDA kernels" : "without CUDA"),
+            std::string::npos);
   EXPECT_EQ(parseDeviceChoice("auto"), DeviceChoice::Auto);
   EXPECT_STREQ(deviceChoiceName(parseDeviceChoice("cuda")), "cuda");
   EXPECT_TRUE(throwsWith<InvalidArgument>([] { (void)parseDeviceChoice("gpu"); }, {"gpu", "cpu, cuda, auto"}));
@@ -154,7 +161,7 @@ TEST(Registry, EveryFamilyRunsAtItsSchemaDefaults) {
     const auto op = reg().create(reg().parse(f.name));
     const auto r = op->run(in, noFeedback());
     EXPECT_EQ(r.plan.rows(), 40) << f.name;
-    EXPECT_TRUE(r.plan.allFinite()) << f.name;
+    EXPECT_TRUE(r.plan.dense().allFinite()) << f.name;
   }
   EXPECT_TRUE(throwsWith<InvalidArgument>([] { (void)reg().create(reg().parse("asap")); }, {"asap", "dual"}));
 }

@@ -20,7 +20,7 @@ PlanResult<double> fakeOperator(const AttentionInput<double>& in, int* calls, in
   *sawPadding = in.mask.has_value() && !in.mask->all();
   PlanResult<double> r;
   r.plan = in.Q * in.K.transpose();
-  if (in.V) r.output = r.plan * *in.V;
+  if (in.V) r.output = r.plan.dense() * *in.V;
   r.u = in.Q.col(0);
   r.v = in.K.col(0);
   r.rowTarget = VecD::Ones(in.nQueries());
@@ -64,8 +64,8 @@ TEST(Subsequence, ScattersValidBlockAndZeroesPadding) {
   }
   for (int i = 0; i < n; ++i) {
     if (valid[i]) continue;
-    EXPECT_EQ(r.plan.row(i).cwiseAbs().maxCoeff(), 0.0);
-    EXPECT_EQ(r.plan.col(i).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(r.plan.dense().row(i).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(r.plan.dense().col(i).cwiseAbs().maxCoeff(), 0.0);
     EXPECT_EQ(r.output->row(i).cwiseAbs().maxCoeff(), 0.0);
     EXPECT_EQ(r.u(i), -kInf);
     EXPECT_EQ(r.v(i), -kInf);
@@ -88,7 +88,7 @@ TEST(Subsequence, WithoutPaddingCallsThrough) {
     const auto r = runOnValidSubsequence<double>(in, run);
     EXPECT_EQ(calls, 1);
     EXPECT_EQ(seenRows, 5);
-    EXPECT_TRUE(matricesNear(r.plan, MatD(in.Q * in.K.transpose()), 0.0));
+    EXPECT_TRUE(matricesNear(r.plan.dense(), MatD(in.Q * in.K.transpose()), 0.0));
   }
 }
 

@@ -47,10 +47,10 @@ TEST(RunSession, SameAsCallingTheOperatorDirectly) {
   p.T = 6;
   p.eps = 0.5;
   const auto direct = sinkhornAttention(input, p);
-  EXPECT_TRUE(matricesNear(r.runs[0].result.plan, direct.plan, 1e-15));
+  EXPECT_TRUE(matricesNear(r.runs[0].result.plan.dense(), direct.plan.dense(), 1e-15));
   EXPECT_TRUE(matricesNear(r.runs[0].result.u, direct.u, 1e-15));
   EXPECT_EQ(r.runs[0].result.errorHistory.size(), 6u);
-  EXPECT_TRUE(matricesNear(r.runs[1].result.plan, softmaxAttention(input, SoftmaxParams{}).plan, 1e-15));
+  EXPECT_TRUE(matricesNear(r.runs[1].result.plan.dense(), softmaxAttention(input, SoftmaxParams{}).plan.dense(), 1e-15));
   EXPECT_GE(r.seconds, 0.0);
 }
 
@@ -61,12 +61,12 @@ TEST(RunSession, Float32PrecisionRunsInFloat) {
   SinkhornParams p;
   p.T = 6;
   p.eps = 0.5;
-  const MatD expected = sinkhornAttention(input.cast<float>(), p).plan.cast<double>();
+  const MatD expected = sinkhornAttention(input.cast<float>(), p).plan.dense().cast<double>();
   ASSERT_EQ(r.runs.size(), 1u);
-  EXPECT_TRUE(test::matricesIdentical(r.runs[0].result.plan, expected)) << "computed in float, widened";
+  EXPECT_TRUE(test::matricesIdentical(r.runs[0].result.plan.dense(), expected)) << "computed in float, widened";
   // ... and it is not the float64 result (which differs in the last float bits somewhere).
-  EXPECT_GT((r.runs[0].result.plan - sinkhornAttention(input, p).plan).cwiseAbs().maxCoeff(), 0.0);
-  EXPECT_TRUE(matricesNear(runOperator(s.operators[0], input, Precision::F32).plan, expected, 0.0));
+  EXPECT_GT((r.runs[0].result.plan.dense() - sinkhornAttention(input, p).plan.dense()).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_TRUE(matricesNear(runOperator(s.operators[0], input, Precision::F32).plan.dense(), expected, 0.0));
 }
 
 // Compare sessions carry each plan's analysis and its distance to the first, computed off the GUI thread;
@@ -160,7 +160,7 @@ TEST(Engine, DeliversTheResultOfARequest) {
   ASSERT_EQ(c.resultIds(), std::vector<uint64_t>{id});
   const auto& r = *c.results[0];
   ASSERT_EQ(r.runs.size(), 1u);
-  EXPECT_TRUE(matricesNear(r.runs[0].result.plan, runSession(s).runs[0].result.plan, 0.0));
+  EXPECT_TRUE(matricesNear(r.runs[0].result.plan.dense(), runSession(s).runs[0].result.plan.dense(), 0.0));
   EXPECT_TRUE(c.errors.empty());
 }
 

@@ -56,8 +56,8 @@ TEST(Asap, ExactTeacherDualReproducesTheTeacher) {
         SCOPED_TRACE(::testing::Message() << "n=" << n << " eps=" << eps << " T=" << T);
         const auto in = makeInput(n, 8, 7 * n + T);
         const auto t = teacher(in, T, eps);
-        EXPECT_LE(relMax(asapAttention(in, fromDual(t.u, AsapVariant::Asap0, eps)).plan, t.plan), 1e-12);
-        EXPECT_LE(relMax(asapAttention(in, fromDual(t.u, AsapVariant::TwoSided, eps)).plan, teacher(in, T + 2, eps).plan),
+        EXPECT_LE(relMax(asapAttention(in, fromDual(t.u, AsapVariant::Asap0, eps)).plan.dense(), t.plan.dense()), 1e-12);
+        EXPECT_LE(relMax(asapAttention(in, fromDual(t.u, AsapVariant::TwoSided, eps)).plan.dense(), teacher(in, T + 2, eps).plan.dense()),
                   1e-12);
       }
 }
@@ -69,7 +69,7 @@ TEST(Asap, RowEndingFromUTMinusTwoEqualsOddTeacher) {
     const auto t = teacher(in, T, 0.7);
     const VecD uBefore = t.uHistory.row(T - 3).transpose();  // u after step T−2
     const auto a = asapAttention(in, fromDual(uBefore, AsapVariant::TwoSided, 0.7, Closing::Row));
-    EXPECT_LE(relMax(a.plan, t.plan), 1e-12) << "T=" << T;
+    EXPECT_LE(relMax(a.plan.dense(), t.plan.dense()), 1e-12) << "T=" << T;
   }
 }
 
@@ -79,7 +79,7 @@ TEST(Asap, ClosuresAreExactForArbitraryDuals) {
   const auto in = makeInput(64, 8, 3);
   const VecD wild = gaussian(64, 1, 4, 100.0).col(0);
   const auto a0 = asapAttention(in, fromDual(wild, AsapVariant::Asap0, 1.0));
-  EXPECT_LE((a0.plan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_LE((a0.plan.dense().colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
   const MatD logits = (test::referenceScores(in.Q, in.K).colwise() + wild);
   MatD colSoftmax(64, 64);
   for (int j = 0; j < 64; ++j) {
@@ -87,11 +87,11 @@ TEST(Asap, ClosuresAreExactForArbitraryDuals) {
     const VecD e = (logits.col(j).array() - m).exp();
     colSoftmax.col(j) = e / e.sum();
   }
-  EXPECT_TRUE(matricesNear(a0.plan, colSoftmax, 1e-12));
+  EXPECT_TRUE(matricesNear(a0.plan.dense(), colSoftmax, 1e-12));
   const auto col = asapAttention(in, fromDual(wild, AsapVariant::TwoSided, 1.0, Closing::Column));
-  EXPECT_LE((col.plan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_LE((col.plan.dense().colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
   const auto row = asapAttention(in, fromDual(wild, AsapVariant::TwoSided, 1.0, Closing::Row));
-  EXPECT_LE((row.plan.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_LE((row.plan.dense().rowwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
   EXPECT_TRUE(near(row.errors.rowMax, 0, 1e-12));
 }
 
@@ -100,10 +100,10 @@ TEST(Asap, ShiftInvariant) {
   const auto in = makeInput(17, 8, 5);
   const VecD f = gaussian(17, 1, 6).col(0);
   for (auto variant : {AsapVariant::Asap0, AsapVariant::TwoSided}) {
-    const MatD base = asapAttention(in, fromDual(f, variant, 0.5)).plan;
+    const MatD base = asapAttention(in, fromDual(f, variant, 0.5)).plan.dense();
     for (double kappa : {-50.0, 3.7, 1e3}) {
       const VecD shifted = (f.array() + kappa).matrix();
-      EXPECT_LE(relMax(asapAttention(in, fromDual(shifted, variant, 0.5)).plan, base), 1e-12) << "kappa=" << kappa;
+      EXPECT_LE(relMax(asapAttention(in, fromDual(shifted, variant, 0.5)).plan.dense(), base), 1e-12) << "kappa=" << kappa;
     }
   }
 }
@@ -113,9 +113,9 @@ TEST(Asap, PerturbedDualChangesThePlan) {
   const auto in = makeInput(10, 4, 8);
   VecD f = gaussian(10, 1, 9).col(0);
   f.array() -= f.mean();
-  const MatD base = asapAttention(in, fromDual(f, AsapVariant::Asap0, 1.0)).plan;
+  const MatD base = asapAttention(in, fromDual(f, AsapVariant::Asap0, 1.0)).plan.dense();
   f(3) += 0.1;
-  EXPECT_GT((asapAttention(in, fromDual(f, AsapVariant::Asap0, 1.0)).plan - base).cwiseAbs().maxCoeff(), 1e-4);
+  EXPECT_GT((asapAttention(in, fromDual(f, AsapVariant::Asap0, 1.0)).plan.dense() - base).cwiseAbs().maxCoeff(), 1e-4);
 }
 
 // Oracle 12 (B.34): ‖P2 1 − μ‖₁ ≤ ‖P2 − P1‖₁ ≤ η = max_j |ν_j/ρ_j − 1|, ρ = P1ᵀ1 (transport scale).
@@ -124,8 +124,8 @@ TEST(Asap, RowErrorBound) {
     const auto in = makeInput(32, 8, seed);
     const VecD f = gaussian(32, 1, seed + 50, 3.0).col(0);
     const double n = 32;
-    const MatD P1 = asapAttention(in, fromDual(f, AsapVariant::TwoSided, 1.0, Closing::Row)).plan / n;
-    const MatD P2 = asapAttention(in, fromDual(f, AsapVariant::TwoSided, 1.0, Closing::Column)).plan / n;
+    const MatD P1 = asapAttention(in, fromDual(f, AsapVariant::TwoSided, 1.0, Closing::Row)).plan.dense() / n;
+    const MatD P2 = asapAttention(in, fromDual(f, AsapVariant::TwoSided, 1.0, Closing::Column)).plan.dense() / n;
     const double rowErr = (P2.rowwise().sum().array() - 1 / n).abs().sum();
     const double planDiff = (P2 - P1).cwiseAbs().sum();
     const VecD rho = P1.colwise().sum().transpose();
@@ -145,9 +145,9 @@ TEST(Asap, MaskedTeacherReproduced) {
   for (auto mode : {MaskMode::KeepQueries, MaskMode::Subsequence}) {
     const auto t = teacher(in, 6, 1.0, mode);
     const auto a = asapAttention(in, fromDual(t.u, AsapVariant::Asap0, 1.0, Closing::Column, mode));
-    EXPECT_LE(relMax(a.plan, t.plan), 1e-12);
-    for (int j : {2, 7, 16}) EXPECT_EQ(a.plan.col(j).cwiseAbs().maxCoeff(), 0.0);
-    for (int j : {0, 5, 19}) EXPECT_TRUE(near(a.plan.col(j).sum(), 1.0, 1e-12));
+    EXPECT_LE(relMax(a.plan.dense(), t.plan.dense()), 1e-12);
+    for (int j : {2, 7, 16}) EXPECT_EQ(a.plan.dense().col(j).cwiseAbs().maxCoeff(), 0.0);
+    for (int j : {0, 5, 19}) EXPECT_TRUE(near(a.plan.dense().col(j).sum(), 1.0, 1e-12));
   }
 }
 
@@ -172,7 +172,7 @@ TEST(Asap, SlicesAndBetaPathIsPermutationEquivariant) {
   MatD expected(15, 15);
   for (int i = 0; i < 15; ++i)
     for (int j = 0; j < 15; ++j) expected(i, j) = r.plan(perm[size_t(i)], perm[size_t(j)]);
-  EXPECT_TRUE(matricesNear(rp.plan, expected, 1e-12));
+  EXPECT_TRUE(matricesNear(rp.plan.dense(), expected, 1e-12));
   EXPECT_TRUE(matricesNear(*rp.output, test::permuteRows(*r.output, perm), 1e-12));
 }
 
@@ -182,7 +182,7 @@ TEST(Asap, SingleTokenPlanIsOne) {
   AsapParams p;
   p.slices = gaussian(3, 4, 31);
   p.beta = gaussian(3, 1, 32).col(0);
-  EXPECT_TRUE(matricesNear(asapAttention(in, p).plan, MatD::Ones(1, 1), 0));
+  EXPECT_TRUE(matricesNear(asapAttention(in, p).plan.dense(), MatD::Ones(1, 1), 0));
 }
 
 // Float32 path: oracle 6 at the float tolerance.
@@ -190,7 +190,7 @@ TEST(Asap, Float32ReproducesTheTeacher) {
   const auto in = makeInput(32, 8, 40);
   const auto t = teacher(in, 10, 1.0);
   const auto a = asapAttention(in.cast<float>(), fromDual(t.u, AsapVariant::Asap0, 1.0));
-  EXPECT_LE(relMax(a.plan.cast<double>(), t.plan), 1e-6);
+  EXPECT_LE(relMax(a.plan.dense().cast<double>(), t.plan.dense()), 1e-6);
 }
 
 class AsapFiles : public ::testing::Test {

@@ -72,7 +72,7 @@ TEST(Banded, FullBandEqualsSinkhornWithEquivalentBudget) {
       sp.eps = 0.6;
       const auto s = sinkhornAttention(in, sp);
       const auto b = bandedAttention(in, params(19, base, tail, 0.6));
-      EXPECT_TRUE(matricesNear(b.plan, s.plan, 1e-12)) << "base=" << base << " tail=" << tail;
+      EXPECT_TRUE(matricesNear(b.plan.dense(), s.plan.dense(), 1e-12)) << "base=" << base << " tail=" << tail;
       EXPECT_TRUE(matricesNear(*b.output, *s.output, 1e-12));
       EXPECT_EQ(b.errorHistory.size(), size_t(sp.T));
     }
@@ -88,9 +88,9 @@ TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
       for (int j = 0; j < 24; ++j)
         if (std::abs(i - j) > W) ASSERT_EQ(b.plan(i, j), 0.0) << i << "," << j;
     EXPECT_TRUE(matricesNear(bandedOutput(in, p), *b.output, 1e-12));
-    EXPECT_TRUE(matricesNear(*b.output, MatD(b.plan * (*in.V)), 1e-12));
+    EXPECT_TRUE(matricesNear(*b.output, MatD(b.plan.dense() * (*in.V)), 1e-12));
     const auto op = OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse("banded:W=" + std::to_string(W)));
-    EXPECT_TRUE(op->hasLazyApply());
+    EXPECT_TRUE(op->structuredPlan());
   }
 }
 
@@ -99,11 +99,11 @@ TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
 TEST(Banded, ColumnsExactAndRowsConverge) {
   const auto in = makeInput(32, 32, 8, 40);
   const auto b = bandedAttention(in, params(6, 3, 2));
-  EXPECT_LE((b.plan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_LE((b.plan.dense().colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
   const auto f = bandedAttention(in.cast<float>(), params(6, 3, 2));
-  EXPECT_LE((f.plan.colwise().sum().array() - 1).abs().maxCoeff(), 2e-5);
+  EXPECT_LE((f.plan.dense().colwise().sum().array() - 1).abs().maxCoeff(), 2e-5);
   const auto converged = bandedAttention(in, params(31, 200, 2));
-  EXPECT_LE((converged.plan.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-8);
+  EXPECT_LE((converged.plan.dense().rowwise().sum().array() - 1).abs().maxCoeff(), 1e-8);
 }
 
 // Rectangular supports: rows converge uniformly to n_k/|I_q| (labelled a mass mismatch); rows with no
@@ -111,7 +111,7 @@ TEST(Banded, ColumnsExactAndRowsConverge) {
 TEST(Banded, RectangularRowsConvergeToTheMassRatio) {
   const auto in = makeInput(9, 6, 4, 50);
   const auto b = bandedAttention(in, params(2, 3000, 2));
-  const VecD rows = b.plan.rowwise().sum();
+  const VecD rows = b.plan.dense().rowwise().sum();
   for (int i = 0; i < 8; ++i) EXPECT_TRUE(near(rows(i), 6.0 / 8.0, 1e-8)) << "row " << i;
   EXPECT_EQ(rows(8), 0.0);
   EXPECT_EQ(b.rowTarget(8), 0.0);
@@ -143,14 +143,14 @@ TEST(Banded, PaddedTokensCarryNothing) {
   in.mask = test::makeMask({true, true, true, true, true, true, true, true, true, false, false, false});
   const auto b = bandedAttention(in, params(3, 5, 2));
   for (int t : {9, 10, 11}) {
-    EXPECT_EQ(b.plan.row(t).cwiseAbs().maxCoeff(), 0.0);
-    EXPECT_EQ(b.plan.col(t).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(b.plan.dense().row(t).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(b.plan.dense().col(t).cwiseAbs().maxCoeff(), 0.0);
     EXPECT_EQ(b.output->row(t).cwiseAbs().maxCoeff(), 0.0);
   }
   auto noisy = in;
   noisy.Q.bottomRows(3) = gaussian(3, 4, 99, 50.0);
   noisy.K.bottomRows(3) = gaussian(3, 4, 98, 50.0);
-  EXPECT_TRUE(test::matricesIdentical(bandedAttention(noisy, params(3, 5, 2)).plan, b.plan));
+  EXPECT_TRUE(test::matricesIdentical(bandedAttention(noisy, params(3, 5, 2)).plan.dense(), b.plan.dense()));
 }
 
 // Single active dustbin: the augmented system is balanced, and the real block plus the dustbin share gives
@@ -163,8 +163,8 @@ TEST(Banded, DustbinBalancesTheAugmentedSystem) {
   ASSERT_EQ(b.plan.rows(), 15);
   const VecD toDustbin = b.extras.at("banded_dustbin_query_mass").col(0);
   const VecD fromDustbin = b.extras.at("banded_dustbin_key_mass").col(0);
-  EXPECT_TRUE(matricesNear(VecD(b.plan.rowwise().sum() + toDustbin), VecD::Ones(15), 1e-8));
-  EXPECT_TRUE(matricesNear(VecD(b.plan.colwise().sum().transpose() + fromDustbin), VecD::Ones(15), 1e-12));
+  EXPECT_TRUE(matricesNear(VecD(b.plan.dense().rowwise().sum() + toDustbin), VecD::Ones(15), 1e-8));
+  EXPECT_TRUE(matricesNear(VecD(b.plan.dense().colwise().sum().transpose() + fromDustbin), VecD::Ones(15), 1e-12));
   EXPECT_GT(toDustbin.minCoeff(), 0.0);
 }
 

@@ -45,17 +45,17 @@ TEST(Diff, EqualsDifferenceOfHalfSoftmaxes) {
       const auto in = makeInput(nq, nk, d, 3 * nq + d);
       const auto r = diffAttention(in, params(lambda));
       const MatD expected = referenceDiff(in, lambda);
-      EXPECT_TRUE(matricesNear(r.plan, expected, 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), expected, 1e-12));
       ASSERT_TRUE(r.output);
       EXPECT_TRUE(matricesNear(*r.output, expected * *in.V, 1e-12));
       // Rows sum to 1 − lambda: against the doubly-stochastic row target 1 the error is |lambda|.
-      EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(), VecD::Constant(nq, 1 - lambda), 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense().rowwise().sum(), VecD::Constant(nq, 1 - lambda), 1e-12));
       EXPECT_TRUE(near(r.errors.rowMax, std::abs(lambda), 1e-12));
-      const VecD colDev = (r.plan.colwise().sum().transpose().array() - double(nq) / nk).abs();
+      const VecD colDev = (r.plan.dense().colwise().sum().transpose().array() - double(nq) / nk).abs();
       EXPECT_TRUE(near(r.errors.colMax, colDev.maxCoeff(), 1e-12));
       ASSERT_EQ(r.errorHistory.size(), 1u);
       const auto r32 = diffAttention(in.cast<float>(), params(lambda));
-      EXPECT_TRUE(matricesNear(r32.plan.cast<double>(), expected, 1e-6));
+      EXPECT_TRUE(matricesNear(r32.plan.dense().cast<double>(), expected, 1e-6));
     }
 }
 
@@ -66,12 +66,12 @@ TEST(Diff, LambdaZeroIsSoftmaxOnTheFirstHalf) {
   first.Q = in.Q.leftCols(3);
   first.K = in.K.leftCols(3);
   const auto softmax = OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse("softmax"));
-  EXPECT_TRUE(matricesNear(diffAttention(in, params(0)).plan, softmax->run(first, noFeedback()).plan, 0.0));
+  EXPECT_TRUE(matricesNear(diffAttention(in, params(0)).plan.dense(), softmax->run(first, noFeedback()).plan.dense(), 0.0));
 }
 
 TEST(Diff, PlanCanBeNegative) {
   const auto r = diffAttention(makeInput(16, 16, 8, 7), params(0.9));
-  EXPECT_LT(r.plan.minCoeff(), 0.0);
+  EXPECT_LT(r.plan.dense().minCoeff(), 0.0);
 }
 
 TEST(Diff, SubsequenceMaskDropsPaddedTokens) {
@@ -86,7 +86,7 @@ TEST(Diff, SubsequenceMaskDropsPaddedTokens) {
   for (size_t a = 0; a < idx.size(); ++a)
     for (size_t b = 0; b < idx.size(); ++b)
       EXPECT_TRUE(near(r.plan(idx[a], idx[b]), expected(Eigen::Index(a), Eigen::Index(b)), 1e-12));
-  EXPECT_EQ(r.plan.row(2).cwiseAbs().sum() + r.plan.col(4).cwiseAbs().sum(), 0.0);
+  EXPECT_EQ(r.plan.dense().row(2).cwiseAbs().sum() + r.plan.dense().col(4).cwiseAbs().sum(), 0.0);
 }
 
 TEST(Diff, RefusesOddHeadDimensionAndKeepQueries) {
@@ -109,8 +109,8 @@ TEST(Diff, RegistryDefaultsAndDescription) {
   EXPECT_DOUBLE_EQ(DiffParams::from(spec.params).lambda, 0.8);
   const auto in = makeInput(6, 6, 4, 2);
   const auto op = OperatorRegistry::builtin().create(spec);
-  EXPECT_FALSE(op->hasLazyApply());
-  EXPECT_TRUE(matricesNear(op->run(in, noFeedback()).plan, referenceDiff(in, 0.8), 1e-12));
+  EXPECT_FALSE(op->structuredPlan());
+  EXPECT_TRUE(matricesNear(op->run(in, noFeedback()).plan.dense(), referenceDiff(in, 0.8), 1e-12));
 }
 
 }  // namespace

@@ -42,12 +42,14 @@ TEST(EspRegistry, DefaultsFollowTheGlossary) {
 TEST(EspRegistry, OperatorMatchesDirectCallAndHasLazyPath) {
   const auto in = espInput(9, 9, 4, 5);
   const auto op = reg().create(reg().parse("esp:tau=0.7,ties=break"));
-  ASSERT_TRUE(op->hasLazyApply());
+  ASSERT_TRUE(op->structuredPlan()) << "hard ESP keeps its slice matchings";
   const auto p = espParams(0.7, SortMode::Hard, TiePolicy::Break);
-  EXPECT_TRUE(matricesNear(op->run(in, noFeedback()).plan, espAttention(in, p).plan, 0.0));
-  EXPECT_TRUE(matricesNear(op->run(in.cast<float>(), noFeedback()).plan, espAttention(in.cast<float>(), p).plan, 0.0));
-  EXPECT_TRUE(matricesNear(op->applyLazy(in, noFeedback()), *espAttention(in, p).output, 1e-12));
-  EXPECT_FALSE(reg().create(reg().parse("esp:sort=soft"))->hasLazyApply());
+  EXPECT_TRUE(matricesNear(op->run(in, noFeedback()).plan.dense(), espAttention(in, p).plan.dense(), 0.0));
+  EXPECT_TRUE(matricesNear(op->run(in.cast<float>(), noFeedback()).plan.dense(), espAttention(in.cast<float>(), p).plan.dense(), 0.0));
+  const auto structured = op->run(in, noFeedback());
+  EXPECT_FALSE(structured.plan.isDense());
+  EXPECT_TRUE(matricesNear(*structured.output, structured.plan.dense() * *in.V, 1e-12)) << "A·V by gathers = dense";
+  EXPECT_FALSE(reg().create(reg().parse("esp:sort=soft"))->structuredPlan());
 }
 
 TEST(EspRegistry, RefusesBadParameters) {
@@ -112,11 +114,11 @@ TEST(EspSlicers, FileEqualsRandomWithTheSameDirections) {
   writeNpy(dir.file("theta.npy"), theta);
   const auto fromFile = reg().create(reg().parse("esp:slicer=file,slices=" + dir.file("theta.npy") + ",tau=0.3"));
   const auto a = random->run(in, noFeedback()), b = fromFile->run(in, noFeedback());
-  EXPECT_TRUE(matricesNear(a.plan, b.plan, 0.0));
+  EXPECT_TRUE(matricesNear(a.plan.dense(), b.plan.dense(), 0.0));
   EXPECT_EQ(a.extras.at(EspExtras::weights).rows(), 20);
   EXPECT_EQ(a.extras.at(EspExtras::matchings).rows(), 20);
   const auto ref = test::referenceHardEsp(in.Q, in.K, theta, 0.3, 2);
-  EXPECT_TRUE(matricesNear(a.plan, ref.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(a.plan.dense(), ref.plan, 1e-12));
   EXPECT_TRUE(matricesNear(a.extras.at(EspExtras::costs).col(0), ref.costs, 1e-12));
   // O2 for random slices too: every matching is the sorted matching of its projections.
   for (int l = 0; l < 20; ++l)
@@ -130,7 +132,6 @@ TEST(EspSlicers, FileShapeMustBeLByD) {
   const auto op = reg().create(reg().parse("esp:slicer=file,slices=" + dir.file("wide.npy")));
   const auto in = espInput(6, 6, 4, 3);
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)op->run(in, noFeedback()); }, {"slices", "3×5", "L×4"}));
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)op->applyLazy(in, noFeedback()); }, {"slices"}));
   const auto withL = reg().create(reg().parse("esp:slicer=file,L=4,slices=" + dir.file("wide.npy")));
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)withL->run(espInput(6, 6, 5, 3), noFeedback()); }, {"slices", "4×5"}));
   EXPECT_TRUE(throwsWith<InvalidArgument>(

@@ -89,7 +89,7 @@ TEST(EspSoft, EqualsTwoPassReference) {
       p.sortTemp = t;
       const auto r = espAttention(in, p);
       const auto ref = referenceSoftEsp(in.Q, in.K, tau, t);
-      EXPECT_TRUE(matricesNear(r.plan, ref.plan, 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), ref.plan, 1e-12));
       EXPECT_TRUE(matricesNear(r.extras.at(EspExtras::costs).col(0), ref.costs, 1e-12));
       EXPECT_TRUE(matricesNear(r.extras.at(EspExtras::weights).col(0), ref.weights, 1e-12));
       EXPECT_TRUE(matricesNear(*r.output, ref.plan * *in.V, 1e-12));
@@ -108,10 +108,10 @@ TEST(EspSoft, GoldenExample) {
                            VecD((VecD(2) << 3.837602295, 3.3195319724).finished()), 1e-9));
   EXPECT_TRUE(matricesNear(r.extras.at(EspExtras::weights).col(0),
                            VecD((VecD(2) << 0.3733035674, 0.6266964326).finished()), 1e-10));
-  EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(),
+  EXPECT_TRUE(matricesNear(r.plan.dense().rowwise().sum(),
                            VecD((VecD(4) << 0.9872797061, 0.9967767683, 1.0127202939, 1.0032232317).finished()),
                            1e-10));
-  EXPECT_TRUE(matricesNear(r.plan.colwise().sum().transpose(),
+  EXPECT_TRUE(matricesNear(r.plan.dense().colwise().sum().transpose(),
                            VecD((VecD(4) << 1.0032232317, 0.9967767683, 0.9967767683, 1.0032232317).finished()),
                            1e-10));
   EXPECT_TRUE(near(r.errors.rowMax, 1.0127202939 - 1, 1e-10));  // reported honestly, not as doubly stochastic
@@ -125,10 +125,10 @@ TEST(EspSoft, MarginalIdentity) {
   p.sortTemp = 0.3;
   const auto r = espAttention(in, p);
   const MatD RQ = referenceSoftSort(in.Q.col(0), 0.3), RK = referenceSoftSort(in.K.col(0), 0.3);
-  EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(), RQ.colwise().sum().transpose(), 1e-12));
-  EXPECT_TRUE(matricesNear(r.plan.colwise().sum().transpose(), RK.colwise().sum().transpose(), 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense().rowwise().sum(), RQ.colwise().sum().transpose(), 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense().colwise().sum().transpose(), RK.colwise().sum().transpose(), 1e-12));
   const auto many = espAttention(espInput(9, 9, 6, 18), p);
-  EXPECT_TRUE(near(many.plan.sum(), 9.0, 1e-12));
+  EXPECT_TRUE(near(many.plan.dense().sum(), 9.0, 1e-12));
   EXPECT_GT(many.errors.rowMax, 1e-3);
   EXPECT_GT(many.errors.colMax, 1e-3);
 }
@@ -158,13 +158,13 @@ TEST(EspSoft, ConvergesToHardBelowGapSquared) {
   EspParams p = espParams(1.0, SortMode::Soft);
   p.sortTemp = g * g / 50;
   const auto sharp = espAttention(in, p);
-  EXPECT_LE((sharp.plan - hard.plan).cwiseAbs().maxCoeff() / 7, 1e-6);
+  EXPECT_LE((sharp.plan.dense() - hard.plan.dense()).cwiseAbs().maxCoeff() / 7, 1e-6);
   EXPECT_LE((sharp.extras.at(EspExtras::weights) - hard.extras.at(EspExtras::weights)).cwiseAbs().maxCoeff(), 1e-6);
-  EXPECT_TRUE(near(sharp.extras.at(EspExtras::hardDistance)(0, 0), (sharp.plan - hard.plan).cwiseAbs().maxCoeff(), 0));
+  EXPECT_TRUE(near(sharp.extras.at(EspExtras::hardDistance)(0, 0), (sharp.plan.dense() - hard.plan.dense()).cwiseAbs().maxCoeff(), 0));
   p.sortTemp = 1;
   const auto blurred = espAttention(in, p);
-  EXPECT_GT((blurred.plan - hard.plan).cwiseAbs().maxCoeff() / 7, 1e-3);
-  EXPECT_TRUE(near(blurred.extras.at(EspExtras::hardDistance)(0, 0), (blurred.plan - hard.plan).cwiseAbs().maxCoeff(),
+  EXPECT_GT((blurred.plan.dense() - hard.plan.dense()).cwiseAbs().maxCoeff() / 7, 1e-3);
+  EXPECT_TRUE(near(blurred.extras.at(EspExtras::hardDistance)(0, 0), (blurred.plan.dense() - hard.plan.dense()).cwiseAbs().maxCoeff(),
                    1e-15));
   EXPECT_EQ(hard.extras.count(EspExtras::hardDistance), 0u);
 }
@@ -177,7 +177,7 @@ TEST(EspSoft, TieSplitIsTheSoftLimit) {
   const double g = test::minGapOverSlices(in.Q, in.K);
   EspParams p = espParams(0.5, SortMode::Soft);
   p.sortTemp = g * g / 50;
-  EXPECT_LE((espAttention(in, p).plan - espAttention(in, espParams(0.5)).plan).cwiseAbs().maxCoeff() / 6, 1e-6);
+  EXPECT_LE((espAttention(in, p).plan.dense() - espAttention(in, espParams(0.5)).plan.dense()).cwiseAbs().maxCoeff() / 6, 1e-6);
 }
 
 // O7 (soft limit), O8 and O9 in soft mode.
@@ -187,7 +187,7 @@ TEST(EspSoft, IdentityPermutationAndSymmetries) {
   auto same = in;
   same.K = same.Q;
   p.sortTemp = std::pow(test::minGapOverSlices(same.Q, same.K), 2) / 50;
-  EXPECT_TRUE(matricesNear(espAttention(same, p).plan, MatD::Identity(10, 10), 1e-5));
+  EXPECT_TRUE(matricesNear(espAttention(same, p).plan.dense(), MatD::Identity(10, 10), 1e-5));
 
   p.sortTemp = 0.02;
   const auto base = espAttention(in, p);
@@ -196,17 +196,17 @@ TEST(EspSoft, IdentityPermutationAndSymmetries) {
   auto both = in;
   both.Q = P * in.Q;
   both.K = P * in.K;
-  EXPECT_TRUE(matricesNear(espAttention(both, p).plan, P * base.plan * P.transpose(), 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(both, p).plan.dense(), P * base.plan.dense() * P.transpose(), 1e-12));
   auto shifted = in;
   shifted.Q.array() += 0.75;
   shifted.K.array() += 0.75;
-  EXPECT_TRUE(matricesNear(espAttention(shifted, p).plan, base.plan, 1e-10));
+  EXPECT_TRUE(matricesNear(espAttention(shifted, p).plan.dense(), base.plan.dense(), 1e-10));
   auto flipped = in;
   flipped.Q.col(1) *= -1;
   flipped.K.col(1) *= -1;
   flipped.Q.col(0).swap(flipped.Q.col(3));
   flipped.K.col(0).swap(flipped.K.col(3));
-  EXPECT_TRUE(matricesNear(espAttention(flipped, p).plan, base.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(flipped, p).plan.dense(), base.plan.dense(), 1e-12));
 }
 
 TEST(EspSoft, FloatAgreesWithDouble) {
@@ -215,7 +215,7 @@ TEST(EspSoft, FloatAgreesWithDouble) {
   p.sortTemp = 0.1;
   const auto r64 = espAttention(in, p);
   const auto r32 = espAttention(in.cast<float>(), p);
-  EXPECT_TRUE(matricesNear(r32.plan.cast<double>(), r64.plan, 1e-5));
+  EXPECT_TRUE(matricesNear(r32.plan.dense().cast<double>(), r64.plan.dense(), 1e-5));
 }
 
 TEST(EspSoft, UnequalSizesKeepTotalMass) {
@@ -224,7 +224,7 @@ TEST(EspSoft, UnequalSizesKeepTotalMass) {
     p.sortTemp = 0.1;
     p.rankCoupling = coupling;
     const auto r = espAttention(espInput(8, 13, 3, 37), p);
-    EXPECT_TRUE(near(r.plan.sum(), 8.0, 1e-12));
+    EXPECT_TRUE(near(r.plan.dense().sum(), 8.0, 1e-12));
     EXPECT_EQ(r.plan.rows(), 8);
     EXPECT_EQ(r.plan.cols(), 13);
   }

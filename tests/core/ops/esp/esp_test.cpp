@@ -50,7 +50,7 @@ TEST(EspGolden, TauZero) {
   EXPECT_TRUE(matricesNear(extraVec(r, EspExtras::weights), VecD::Constant(2, 0.5), 0.0));
   const MatD attn = (MatD(4, 4) << .5, 0, .5, 0, 0, .5, .5, 0, 0, .5, 0, .5, .5, 0, 0, .5).finished();
   const MatD out = (MatD(4, 2) << 1, .5, .5, 1, 1, 0, 1.5, -.5).finished();
-  EXPECT_TRUE(matricesNear(r.plan, attn, 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense(), attn, 1e-12));
   ASSERT_TRUE(r.output);
   EXPECT_TRUE(matricesNear(*r.output, out, 1e-12));
 }
@@ -61,7 +61,7 @@ TEST(EspGolden, TauOne) {
   EXPECT_TRUE(near(w0, 0.1824255238, 1e-10));
   EXPECT_TRUE(matricesNear(extraVec(r, EspExtras::weights), VecD((VecD(2) << w0, w1).finished()), 1e-12));
   const MatD attn = (MatD(4, 4) << w0, 0, w1, 0, 0, w1, w0, 0, 0, w0, 0, w1, w1, 0, 0, w0).finished();
-  EXPECT_TRUE(matricesNear(r.plan, attn, 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense(), attn, 1e-12));
   const MatD out = (MatD(4, 2) << 1, 0.8175744762, 0.1824255238, 1, 1.6351489524, -0.6351489524, 1.1824255238,
                     -0.1824255238)
                        .finished();
@@ -88,7 +88,7 @@ TEST(EspCompat, ReferenceCodeIsCostOneOnPrescaledInputs) {
   scaled.Q /= 2.0;
   scaled.K /= 2.0;
   const auto a = espAttention(in, code), b = espAttention(scaled, manual);
-  EXPECT_TRUE(matricesNear(a.plan, b.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(a.plan.dense(), b.plan.dense(), 1e-12));
   EXPECT_TRUE(matricesNear(a.extras.at(EspExtras::costs), b.extras.at(EspExtras::costs), 1e-12));
 }
 
@@ -99,9 +99,9 @@ TEST(EspHard, DoublyStochasticWithPermutationSlices) {
       SCOPED_TRACE(::testing::Message() << "n=" << n << " d=" << d);
       const auto in = espInput(n, n, d, 7 * n + d);
       const auto r = espAttention(in, espParams(0.1));
-      EXPECT_TRUE(matricesNear(rowSums(r.plan), VecD::Ones(n), 1e-12));
-      EXPECT_TRUE(matricesNear(colSums(r.plan), VecD::Ones(n), 1e-12));
-      EXPECT_GE(r.plan.minCoeff(), 0.0);
+      EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(n), 1e-12));
+      EXPECT_TRUE(matricesNear(colSums(r.plan.dense()), VecD::Ones(n), 1e-12));
+      EXPECT_GE(r.plan.dense().minCoeff(), 0.0);
       EXPECT_LT(r.errors.rowMax, 1e-12);
       EXPECT_LT(r.errors.colMax, 1e-12);
       ASSERT_EQ(r.errorHistory.size(), 1u);
@@ -115,14 +115,14 @@ TEST(EspHard, DoublyStochasticWithPermutationSlices) {
         std::sort(sorted.begin(), sorted.end());
         for (int i = 0; i < n; ++i) EXPECT_EQ(sorted[i], i) << "π_" << l << " is not a bijection";
       }
-      for (int i = 0; i < n; ++i) EXPECT_LE((r.plan.row(i).array() > 0).count(), d);
+      for (int i = 0; i < n; ++i) EXPECT_LE((r.plan.dense().row(i).array() > 0).count(), d);
       const auto r32 = espAttention(in.cast<float>(), espParams(0.1));
-      EXPECT_TRUE(matricesNear(rowSums(r32.plan.cast<double>()), VecD::Ones(n), 1e-6));
-      EXPECT_TRUE(matricesNear(colSums(r32.plan.cast<double>()), VecD::Ones(n), 1e-6));
+      EXPECT_TRUE(matricesNear(rowSums(r32.plan.dense().cast<double>()), VecD::Ones(n), 1e-6));
+      EXPECT_TRUE(matricesNear(colSums(r32.plan.dense().cast<double>()), VecD::Ones(n), 1e-6));
       // Same plan when float rounding creates no ties (at n = 197, d = 64 it does: split then differs);
       // D_l ≈ 2d carries float error ~1e-5·D, which moves w by tau·ΔD, hence 1e-4.
       if (r32.extras.at(EspExtras::ties).sum() == 0) {
-        EXPECT_TRUE(matricesNear(r32.plan.cast<double>(), r.plan, 1e-4));
+        EXPECT_TRUE(matricesNear(r32.plan.dense().cast<double>(), r.plan.dense(), 1e-4));
       }
     }
 }
@@ -137,7 +137,7 @@ TEST(EspHard, EqualsDenseReference) {
       params.p = p;
       const auto r = espAttention(in, params);
       const auto ref = test::referenceHardEsp(in.Q, in.K, MatD::Identity(6, 6), tau, p);
-      EXPECT_TRUE(matricesNear(r.plan, ref.plan, 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), ref.plan, 1e-12));
       EXPECT_TRUE(matricesNear(extraVec(r, EspExtras::costs), ref.costs, 1e-12));
       EXPECT_TRUE(matricesNear(extraVec(r, EspExtras::weights), ref.weights, 1e-12));
       EXPECT_TRUE(matricesNear(*r.output, ref.plan * *in.V, 1e-12));
@@ -164,8 +164,8 @@ TEST(EspHard, LargeTauKeepsTheCheapestSlice) {
   Eigen::Index best;
   D.minCoeff(&best);
   const auto pi = matchingRow(r.extras.at(EspExtras::matchings), int(best));
-  EXPECT_TRUE(matricesNear(r.plan, test::permutationMatrix(pi), 0.0)) << "G must equal U_argmin";
-  for (int i = 0; i < 31; ++i) EXPECT_EQ((r.plan.row(i).array() > 0).count(), 1);  // O4 at tau → ∞
+  EXPECT_TRUE(matricesNear(r.plan.dense(), test::permutationMatrix(pi), 0.0)) << "G must equal U_argmin";
+  for (int i = 0; i < 31; ++i) EXPECT_EQ((r.plan.dense().row(i).array() > 0).count(), 1);  // O4 at tau → ∞
 }
 
 // Exact W_p^p of two uniform measures of equal size by enumerating permutations (n ≤ 7).
@@ -215,7 +215,7 @@ TEST(EspHard, OneDimensionIsExactTransport) {
     const auto r = espAttention(in, params);
     EXPECT_TRUE(near(r.extras.at(EspExtras::costs)(0, 0), exact, 1e-12));
     if (p == 2) {
-      EXPECT_TRUE(matricesNear(r.plan, test::permutationMatrix(best), 0.0));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), test::permutationMatrix(best), 0.0));
     }
   }
 }
@@ -226,7 +226,7 @@ TEST(EspHard, IdenticalQueriesAndKeysGiveIdentity) {
   in.K = in.Q;
   for (double tau : {0.0, 1.0, 100.0}) {
     const auto r = espAttention(in, espParams(tau));
-    EXPECT_TRUE(matricesNear(r.plan, MatD::Identity(12, 12), 1e-15));
+    EXPECT_TRUE(matricesNear(r.plan.dense(), MatD::Identity(12, 12), 1e-15));
     EXPECT_TRUE(matricesNear(*r.output, *in.V, 1e-14));
   }
 }
@@ -248,11 +248,11 @@ TEST(EspHard, TokenPermutationEquivariance) {
   keys.K = P * in.K;
   keys.V = P * *in.V;
   const auto rb = espAttention(both, espParams(0.5));
-  EXPECT_TRUE(matricesNear(rb.plan, P * base.plan * P.transpose(), 1e-12));
+  EXPECT_TRUE(matricesNear(rb.plan.dense(), P * base.plan.dense() * P.transpose(), 1e-12));
   EXPECT_TRUE(matricesNear(rb.extras.at(EspExtras::weights), base.extras.at(EspExtras::weights), 1e-12));
   EXPECT_TRUE(matricesNear(*rb.output, P * *base.output, 1e-12));  // layer level: Out(ΠX) = Π Out(X)
-  EXPECT_TRUE(matricesNear(espAttention(queries, espParams(0.5)).plan, P * base.plan, 1e-12));
-  EXPECT_TRUE(matricesNear(espAttention(keys, espParams(0.5)).plan, base.plan * P.transpose(), 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(queries, espParams(0.5)).plan.dense(), P * base.plan.dense(), 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(keys, espParams(0.5)).plan.dense(), base.plan.dense() * P.transpose(), 1e-12));
 }
 
 // O9: translation, axis permutations with sign flips (the ascending/descending symmetry), positive scaling.
@@ -263,7 +263,7 @@ TEST(EspHard, Symmetries) {
   const Eigen::RowVectorXd c = (Eigen::RowVectorXd(5) << 0.5, -1.25, 2, 0.75, -3).finished();
   shifted.Q.rowwise() += c;
   shifted.K.rowwise() += c;
-  EXPECT_TRUE(matricesNear(espAttention(shifted, espParams(0.5)).plan, base.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(shifted, espParams(0.5)).plan.dense(), base.plan.dense(), 1e-12));
 
   MatD axes = MatD::Zero(5, 5);  // column j of Q·axes is ±column σ(j) of Q
   const int sigma[] = {3, 0, 4, 1, 2};
@@ -272,14 +272,14 @@ TEST(EspHard, Symmetries) {
   auto flipped = in;
   flipped.Q = in.Q * axes;
   flipped.K = in.K * axes;
-  EXPECT_TRUE(matricesNear(espAttention(flipped, espParams(0.5)).plan, base.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(flipped, espParams(0.5)).plan.dense(), base.plan.dense(), 1e-12));
 
   auto scaled = in;
   scaled.Q *= 3.5;
   scaled.K *= 3.5;
   const auto rs = espAttention(scaled, espParams(0.5));
   EXPECT_TRUE(matricesNear(rs.extras.at(EspExtras::matchings), base.extras.at(EspExtras::matchings), 0.0));
-  EXPECT_TRUE(matricesNear(espAttention(scaled, espParams(0)).plan, espAttention(in, espParams(0)).plan, 1e-12));
+  EXPECT_TRUE(matricesNear(espAttention(scaled, espParams(0)).plan.dense(), espAttention(in, espParams(0)).plan.dense(), 1e-12));
 }
 
 // O10: column-stochasticity preserves the token mean of V.
@@ -298,15 +298,15 @@ TEST(EspTies, SplitIsEquationFiveAndBreakIsAPermutation) {
   in.K = (MatD(6, 1) << 5.0, -1.0, 5.0, 0.0, 2.0, 0.0).finished();
   in.V = gaussian(6, 2, 81);
   const auto split = espAttention(in, espParams(0.1));
-  EXPECT_TRUE(matricesNear(split.plan, 6.0 * test::referenceSplitSlicePlan(in.Q.col(0), in.K.col(0)), 1e-12));
+  EXPECT_TRUE(matricesNear(split.plan.dense(), 6.0 * test::referenceSplitSlicePlan(in.Q.col(0), in.K.col(0)), 1e-12));
   EXPECT_EQ(split.extras.at(EspExtras::ties)(0, 0), 9.0);  // 3 + 2 tied queries, 2 + 2 tied keys
-  EXPECT_TRUE(matricesNear(rowSums(split.plan), VecD::Ones(6), 1e-12));
-  EXPECT_TRUE(matricesNear(colSums(split.plan), VecD::Ones(6), 1e-12));
+  EXPECT_TRUE(matricesNear(rowSums(split.plan.dense()), VecD::Ones(6), 1e-12));
+  EXPECT_TRUE(matricesNear(colSums(split.plan.dense()), VecD::Ones(6), 1e-12));
 
   const auto broken = espAttention(in, espParams(0.1, SortMode::Hard, TiePolicy::Break));
   const auto pi = matchingRow(broken.extras.at(EspExtras::matchings), 0);
   EXPECT_EQ(pi, test::referenceMatching(in.Q.col(0), in.K.col(0)));
-  EXPECT_TRUE(matricesNear(broken.plan, test::permutationMatrix(pi), 0.0));
+  EXPECT_TRUE(matricesNear(broken.plan.dense(), test::permutationMatrix(pi), 0.0));
   // Under split the matchings extra holds the same break-rule matching.
   EXPECT_EQ(matchingRow(split.extras.at(EspExtras::matchings), 0), pi);
 }
@@ -318,12 +318,12 @@ TEST(EspTies, DuplicateTokensInManyDimensions) {
   in.K.row(7) = in.K.row(0);
   for (auto ties : {TiePolicy::Split, TiePolicy::Break}) {
     const auto r = espAttention(in, espParams(0.3, SortMode::Hard, ties));
-    EXPECT_TRUE(matricesNear(rowSums(r.plan), VecD::Ones(12), 1e-12));
-    EXPECT_TRUE(matricesNear(colSums(r.plan), VecD::Ones(12), 1e-12));
+    EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(12), 1e-12));
+    EXPECT_TRUE(matricesNear(colSums(r.plan.dense()), VecD::Ones(12), 1e-12));
     EXPECT_GT(r.extras.at(EspExtras::ties).minCoeff(), 0.0);
     if (ties == TiePolicy::Split) {  // duplicated queries get identical rows
-      EXPECT_TRUE(matricesNear(r.plan.row(5), r.plan.row(2), 1e-15));
-      EXPECT_TRUE(matricesNear(r.plan.col(7), r.plan.col(0), 1e-15));
+      EXPECT_TRUE(matricesNear(r.plan.dense().row(5), r.plan.dense().row(2), 1e-15));
+      EXPECT_TRUE(matricesNear(r.plan.dense().col(7), r.plan.dense().col(0), 1e-15));
     }
   }
 }
@@ -370,8 +370,9 @@ TEST(EspLazy, EqualsDenseOutput) {
 TEST(EspLazy, RunsWhereTheDensePlanIsRefused) {
   const int n = 20000, d = 3;
   const auto in = espInput(n, n, d, 141, 2);
-  EXPECT_THROW((void)espAttention(in, espParams(0.5)), ResourceError);
-  const MatD out = espLazyOutput(in, espParams(0.5));
+  const auto r = espAttention(in, espParams(0.5));  // the plan stays sliced: 2·n·L numbers, not n²
+  EXPECT_THROW((void)r.plan.dense(), ResourceError) << "20000² doubles exceed the dense-plan cap";
+  const MatD out = *r.output;
   std::vector<std::vector<int>> pi;
   VecD costs(d);
   for (int l = 0; l < d; ++l) {
@@ -414,8 +415,8 @@ TEST(EspMask, EqualsValidSubsequence) {
   }
   for (int i = 0; i < 9; ++i) {
     if (valid[i]) continue;
-    EXPECT_EQ(r.plan.row(i).cwiseAbs().sum(), 0.0);
-    EXPECT_EQ(r.plan.col(i).cwiseAbs().sum(), 0.0);
+    EXPECT_EQ(r.plan.dense().row(i).cwiseAbs().sum(), 0.0);
+    EXPECT_EQ(r.plan.dense().col(i).cwiseAbs().sum(), 0.0);
     EXPECT_EQ(r.output->row(i).cwiseAbs().sum(), 0.0);
   }
   EXPECT_LT(r.errors.rowMax, 1e-12);  // padded rows have target 0 (errata 2)
@@ -438,8 +439,8 @@ TEST(EspUnequal, NorthWestCornerMarginalsAreExact) {
     SCOPED_TRACE(::testing::Message() << nq << "x" << nk);
     const auto in = espInput(nq, nk, 6, 121 + nq);
     const auto r = espAttention(in, espParams(0.3));
-    EXPECT_TRUE(matricesNear(rowSums(r.plan), VecD::Ones(nq), 1e-12));
-    EXPECT_TRUE(matricesNear(colSums(r.plan), VecD::Constant(nk, double(nq) / nk), 1e-12));
+    EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(nq), 1e-12));
+    EXPECT_TRUE(matricesNear(colSums(r.plan.dense()), VecD::Constant(nk, double(nq) / nk), 1e-12));
     EXPECT_TRUE(matricesNear(r.colTarget, VecD::Constant(nk, double(nq) / nk), 0.0));
     EXPECT_LT(r.errors.colMax, 1e-12);
     EXPECT_FALSE(r.massMismatch);
@@ -452,14 +453,14 @@ TEST(EspUnequal, PaperInterpolationColumnsAreApproximate) {
   EspParams p = espParams(0.3);
   p.rankCoupling = RankCoupling::Interpolation;
   const auto r = espAttention(in, p);
-  EXPECT_TRUE(matricesNear(rowSums(r.plan), VecD::Ones(7), 1e-12));
+  EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(7), 1e-12));
   const auto keyOrder = test::argsortAscending(in.K.col(0));
   const double expected[] = {1.5, 2.0, 2.0, 1.5};  // 7·(0.214, 0.286, 0.286, 0.214), §2.5
-  for (int s = 0; s < 4; ++s) EXPECT_TRUE(near(colSums(r.plan)(keyOrder[s]), expected[s], 1e-12));
+  for (int s = 0; s < 4; ++s) EXPECT_TRUE(near(colSums(r.plan.dense())(keyOrder[s]), expected[s], 1e-12));
   EXPECT_TRUE(near(r.errors.colMax, 0.25, 1e-12));  // target 7/4
   // n_q = n_k: the interpolation is the identity coupling.
   const auto square = espInput(9, 9, 3, 132);
-  EXPECT_TRUE(matricesNear(espAttention(square, p).plan, espAttention(square, espParams(0.3)).plan, 0.0));
+  EXPECT_TRUE(matricesNear(espAttention(square, p).plan.dense(), espAttention(square, espParams(0.3)).plan.dense(), 0.0));
 }
 
 TEST(EspFeedback, CancelStopsTheRun) {

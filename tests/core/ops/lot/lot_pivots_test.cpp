@@ -55,7 +55,7 @@ TEST(LotPivots, KMeansIsDeterministicGivenTheSeed) {
     const auto r1 = lotAttention(in, kmeansParams(6, seed));
     const auto r2 = lotAttention(in, kmeansParams(6, seed));
     EXPECT_TRUE(matricesNear(r1.extras.at("lot_pivots"), a, 0.0));
-    EXPECT_TRUE(matricesNear(r1.plan, r2.plan, 0.0));
+    EXPECT_TRUE(matricesNear(r1.plan.dense(), r2.plan.dense(), 0.0));
   }
 }
 
@@ -156,12 +156,13 @@ TEST(LotPivots, RegistryDefaults) {
 
   // The default operator runs on an ordinary input (k-means pivots, odd T: rows exact) and is lazy.
   const auto op = reg.create(spec);
-  ASSERT_TRUE(op->hasLazyApply());
+  ASSERT_TRUE(op->structuredPlan()) << "LOT keeps its factors";
   const auto in = makeInput(64, 16, 2);
   const auto result = op->run(in, noFeedback());
   EXPECT_LE(result.errors.rowMax, 1e-12);
-  EXPECT_TRUE(matricesNear(op->applyLazy(in, noFeedback()), *result.output, 1e-12));
-  EXPECT_TRUE(matricesNear(op->applyLazy(in.cast<float>(), noFeedback()), result.output->cast<float>(), 1e-5));
+  EXPECT_FALSE(result.plan.isDense());
+  EXPECT_TRUE(matricesNear(*result.output, result.plan.dense() * *in.V, 1e-12)) << "A·V through the factors = dense";
+  EXPECT_TRUE(matricesNear(*op->run(in.cast<float>(), noFeedback()).output, result.output->cast<float>(), 1e-5));
 }
 
 TEST(LotPivots, RegistryOperatorReadsPivotFiles) {
@@ -184,7 +185,7 @@ TEST(LotPivots, RegistryOperatorReadsPivotFiles) {
   const auto in = makeInput(12, 6, 13);
   const auto fromRegistry = op->run(in, noFeedback());
   const auto direct = lotAttention(in, p);
-  EXPECT_TRUE(matricesNear(fromRegistry.plan, direct.plan, 0.0));
+  EXPECT_TRUE(matricesNear(fromRegistry.plan.dense(), direct.plan.dense(), 0.0));
   EXPECT_TRUE(matricesNear(fromRegistry.extras.at("lot_pivot_masses"), softmaxOver(theta, 0.3), 1e-15));
   // Without mass_logits a pivots file gets uniform masses.
   const auto uniform = reg.create(reg.parse("lot:r=4,pivot_init=file,pivots=" + dir.file("z.npy")));

@@ -55,9 +55,9 @@ TEST(Sinkhorn, BudgetOneIsRowSoftmax) {
         const auto in = makeInput(n, d, 11 * n + d);
         const MatD expected = referenceRowSoftmax(referenceScores(in.Q, in.K) / eps);
         const auto r64 = sinkhornAttention(in, params(1, eps));
-        EXPECT_TRUE(matricesNear(r64.plan, expected, 1e-12));
+        EXPECT_TRUE(matricesNear(r64.plan.dense(), expected, 1e-12));
         const auto r32 = sinkhornAttention(in.cast<float>(), params(1, eps));
-        EXPECT_TRUE(matricesNear(r32.plan, expected, 1e-6));
+        EXPECT_TRUE(matricesNear(r32.plan.dense(), expected, 1e-6));
       }
 }
 
@@ -70,7 +70,7 @@ TEST(Sinkhorn, EqualsMatrixNormalisationSinkhorn) {
           SCOPED_TRACE(::testing::Message() << "n=" << n << " d=" << d << " eps=" << eps << " T=" << T);
           const auto in = makeInput(n, d, 7 * n + d + T);
           const MatD expected = referenceMatrixSinkhorn(referenceScores(in.Q, in.K), eps, T);
-          EXPECT_TRUE(matricesNear(sinkhornAttention(in, params(T, eps)).plan, expected, 1e-12));
+          EXPECT_TRUE(matricesNear(sinkhornAttention(in, params(T, eps)).plan.dense(), expected, 1e-12));
         }
 }
 
@@ -84,8 +84,8 @@ TEST(Sinkhorn, Float32MatchesMatrixSinkhornIncludingLargeScores) {
         const auto in = makeInput(24, d, 300 + d + T, 10.0 / std::sqrt(double(d)));
         const MatD expected = referenceMatrixSinkhorn(referenceScores(in.Q, in.K), eps, T);
         const auto r32 = sinkhornAttention(in.cast<float>(), params(T, eps));
-        EXPECT_TRUE(r32.plan.allFinite());
-        EXPECT_TRUE(matricesNear(r32.plan, expected, 1e-5));
+        EXPECT_TRUE(r32.plan.dense().allFinite());
+        EXPECT_TRUE(matricesNear(r32.plan.dense(), expected, 1e-5));
       }
 }
 
@@ -97,7 +97,7 @@ TEST(Sinkhorn, Float32AgreesWithFloat64) {
       const auto in = makeInput(32, 16, 40 + T);
       const auto r64 = sinkhornAttention(in, params(T, eps));
       const auto r32 = sinkhornAttention(in.cast<float>(), params(T, eps));
-      EXPECT_TRUE(matricesNear(r32.plan, r64.plan, 1e-5));
+      EXPECT_TRUE(matricesNear(r32.plan.dense(), r64.plan.dense(), 1e-5));
     }
 }
 
@@ -141,7 +141,7 @@ TEST(Sinkhorn, FinalDualsReproducePlan) {
       const auto r = sinkhornAttention(in, params(T, eps));
       ASSERT_EQ(r.u.size(), n);
       ASSERT_EQ(r.v.size(), n);
-      EXPECT_TRUE(matricesNear(planFromDuals(referenceScores(in.Q, in.K), r.u, r.v, eps, n), r.plan, 1e-12));
+      EXPECT_TRUE(matricesNear(planFromDuals(referenceScores(in.Q, in.K), r.u, r.v, eps, n), r.plan.dense(), 1e-12));
     }
 }
 
@@ -163,8 +163,8 @@ TEST(Sinkhorn, MarginalErrorDecreasesAndConverges) {
   }
   EXPECT_GT(r.errorHistory[1].rowMax, 1e-4) << "the test input should not be trivially balanced";
   // Final plan balanced on both sides, checked from the plan itself.
-  EXPECT_TRUE(matricesNear(rowSums(r.plan), VecD::Ones(n), 1e-10));
-  EXPECT_TRUE(matricesNear(colSums(r.plan), VecD::Ones(n), 1e-10));
+  EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(n), 1e-10));
+  EXPECT_TRUE(matricesNear(colSums(r.plan.dense()), VecD::Ones(n), 1e-10));
   EXPECT_LE(r.errors.rowMax, 1e-10);
   EXPECT_LE(r.errors.colMax, 1e-10);
 
@@ -172,7 +172,7 @@ TEST(Sinkhorn, MarginalErrorDecreasesAndConverges) {
   double last = std::numeric_limits<double>::infinity();
   for (int T : {2, 6, 20}) {
     const auto rT = sinkhornAttention(in, params(T, 1.0));
-    const double rowErr = (rowSums(rT.plan) - VecD::Ones(n)).cwiseAbs().maxCoeff();
+    const double rowErr = (rowSums(rT.plan.dense()) - VecD::Ones(n)).cwiseAbs().maxCoeff();
     EXPECT_LT(rowErr, last) << "T=" << T;
     last = rowErr;
   }
@@ -198,8 +198,8 @@ TEST(Sinkhorn, ErrorHistoryMatchesPlansOfEachStep) {
     EXPECT_TRUE(near(e.colMax, colDev.maxCoeff(), 1e-12));
     EXPECT_TRUE(near(e.colMean, colDev.mean(), 1e-12));
   }
-  const VecD rowDev = (rowSums(r.plan) - VecD::Ones(n)).cwiseAbs();
-  const VecD colDev = (colSums(r.plan) - VecD::Ones(n)).cwiseAbs();
+  const VecD rowDev = (rowSums(r.plan.dense()) - VecD::Ones(n)).cwiseAbs();
+  const VecD colDev = (colSums(r.plan.dense()) - VecD::Ones(n)).cwiseAbs();
   EXPECT_TRUE(near(r.errors.rowMax, rowDev.maxCoeff(), 1e-12));
   EXPECT_TRUE(near(r.errors.colMax, colDev.maxCoeff(), 1e-12));
   EXPECT_TRUE(near(r.errors.rowMean, rowDev.mean(), 1e-12));
@@ -247,8 +247,8 @@ TEST(Sinkhorn, RowShiftInvariantAtEveryBudget) {
   for (double eps : kEpss)
     for (int T : {1, 2, 5, 10}) {
       SCOPED_TRACE(::testing::Message() << "eps=" << eps << " T=" << T);
-      EXPECT_TRUE(matricesNear(sinkhornAttention(shifted, params(T, eps)).plan,
-                               sinkhornAttention(in, params(T, eps)).plan, 1e-12));
+      EXPECT_TRUE(matricesNear(sinkhornAttention(shifted, params(T, eps)).plan.dense(),
+                               sinkhornAttention(in, params(T, eps)).plan.dense(), 1e-12));
     }
 }
 
@@ -258,7 +258,7 @@ TEST(Sinkhorn, RowAndColumnShiftInvariantAtConvergence) {
   const VecD a = gaussian(n, 1, 9, 3.0).col(0), b = gaussian(n, 1, 10, 3.0).col(0);
   const auto shifted = withShifts(in, a, b);
   // Sanity: a column shift does change the finite T=1 plan (softmax is not column-shift invariant).
-  EXPECT_GT((sinkhornAttention(shifted, params(1, 1.0)).plan - sinkhornAttention(in, params(1, 1.0)).plan)
+  EXPECT_GT((sinkhornAttention(shifted, params(1, 1.0)).plan.dense() - sinkhornAttention(in, params(1, 1.0)).plan.dense())
                 .cwiseAbs()
                 .maxCoeff(),
             1e-3);
@@ -266,7 +266,7 @@ TEST(Sinkhorn, RowAndColumnShiftInvariantAtConvergence) {
     SCOPED_TRACE(::testing::Message() << "eps=" << eps);
     const auto base = sinkhornAttention(in, params(2000, eps));
     ASSERT_LE(base.errors.rowMax, 1e-12) << "not converged; the invariance needs convergence";
-    EXPECT_TRUE(matricesNear(sinkhornAttention(shifted, params(2000, eps)).plan, base.plan, 1e-9));
+    EXPECT_TRUE(matricesNear(sinkhornAttention(shifted, params(2000, eps)).plan.dense(), base.plan.dense(), 1e-9));
   }
 }
 
@@ -282,7 +282,7 @@ TEST(Sinkhorn, TemperatureScalesScores) {
       scaled.Q = in.Q / eps;
       const auto r = sinkhornAttention(in, params(T, eps));
       const auto r1 = sinkhornAttention(scaled, params(T, 1.0));
-      EXPECT_TRUE(matricesNear(r.plan, r1.plan, 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), r1.plan.dense(), 1e-12));
       EXPECT_TRUE(matricesNear(r.u, eps * r1.u, 1e-11));
       EXPECT_TRUE(matricesNear(r.v, eps * r1.v, 1e-11));
     }
@@ -323,7 +323,7 @@ TEST(Sinkhorn, PermutationEquivariant) {
     MatD expected(n, n);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) expected(i, j) = r.plan(perm[i], perm[j]);
-    EXPECT_TRUE(matricesNear(rp.plan, expected, 1e-12));
+    EXPECT_TRUE(matricesNear(rp.plan.dense(), expected, 1e-12));
     ASSERT_TRUE(r.output.has_value());
     ASSERT_TRUE(rp.output.has_value());
     EXPECT_TRUE(matricesNear(*rp.output, test::permuteRows(*r.output, perm), 1e-12));
@@ -335,7 +335,7 @@ TEST(Sinkhorn, OutputIsPlanTimesValues) {
   const auto in = makeInput(10, 4, 51, 1.0, /*withV=*/true);
   const auto r = sinkhornAttention(in, params(6, 1.0));
   ASSERT_TRUE(r.output.has_value());
-  EXPECT_TRUE(matricesNear(*r.output, r.plan * *in.V, 1e-12));
+  EXPECT_TRUE(matricesNear(*r.output, r.plan.dense() * *in.V, 1e-12));
   const auto noV = makeInput(10, 4, 51);
   EXPECT_FALSE(sinkhornAttention(noV, params(6, 1.0)).output.has_value());
 }
@@ -356,7 +356,7 @@ TEST(Sinkhorn, RectangularMarginalsAndTargets) {
     ASSERT_EQ(r.plan.rows(), nq);
     ASSERT_EQ(r.plan.cols(), nk);
     const MatD expected = (T % 2 == 0 ? c : 1.0) * referenceMatrixSinkhorn(S, 1.0, T);
-    EXPECT_TRUE(matricesNear(r.plan, expected, 1e-12));
+    EXPECT_TRUE(matricesNear(r.plan.dense(), expected, 1e-12));
     EXPECT_TRUE(matricesNear(r.rowTarget, VecD::Ones(nq), 1e-15));
     EXPECT_TRUE(matricesNear(r.colTarget, VecD::Constant(nk, c), 1e-15));
     EXPECT_FALSE(r.massMismatch) << "n_q·1 = n_k·(n_q/n_k)";
@@ -382,23 +382,23 @@ TEST(Sinkhorn, KeepQueriesMasksKeysOnly) {
       const auto r = sinkhornAttention(in, params(T, eps, MaskMode::KeepQueries));
       ASSERT_EQ(r.plan.rows(), n);
       ASSERT_EQ(r.plan.cols(), n);
-      EXPECT_TRUE(r.plan.allFinite());
+      EXPECT_TRUE(r.plan.dense().allFinite());
       for (int j = 0; j < n; ++j) {
         if (valid[j]) continue;
-        EXPECT_EQ(r.plan.col(j).cwiseAbs().maxCoeff(), 0.0) << "padded key column " << j;
+        EXPECT_EQ(r.plan.dense().col(j).cwiseAbs().maxCoeff(), 0.0) << "padded key column " << j;
         EXPECT_EQ(r.v(j), -test::kInf) << "padded key dual " << j;
       }
-      EXPECT_TRUE(matricesNear(r.plan, referenceMatrixSinkhorn(S, eps, T, valid), 1e-12));
-      EXPECT_TRUE(matricesNear(planFromDuals(S, r.u, r.v, eps, n), r.plan, 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), referenceMatrixSinkhorn(S, eps, T, valid), 1e-12));
+      EXPECT_TRUE(matricesNear(planFromDuals(S, r.u, r.v, eps, n), r.plan.dense(), 1e-12));
       if (T % 2 == 0) {
-        const VecD cols = colSums(r.plan);
+        const VecD cols = colSums(r.plan.dense());
         for (int j = 0; j < n; ++j)
           if (valid[j]) {
             EXPECT_TRUE(near(cols(j), 1.0, 1e-12)) << "active column " << j;
           }
-        EXPECT_TRUE(near(r.plan.sum() / n, double(nValid) / n, 1e-12)) << "total mass |J|/n";
+        EXPECT_TRUE(near(r.plan.dense().sum() / n, double(nValid) / n, 1e-12)) << "total mass |J|/n";
       } else {
-        EXPECT_TRUE(matricesNear(rowSums(r.plan), VecD::Ones(n), 1e-12));
+        EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(n), 1e-12));
       }
       // Declared targets: every row 1 (mu = 1/n), active columns 1, padded columns 0; the totals differ.
       VecD colTarget(n);
@@ -413,10 +413,10 @@ TEST(Sinkhorn, KeepQueriesMasksKeysOnly) {
       EXPECT_TRUE(r.massMismatch);
       // float32: same plan to 1e-5, and padded columns still exactly 0 (errata 1: mask inside the exponent).
       const auto r32 = sinkhornAttention(in.cast<float>(), params(T, eps, MaskMode::KeepQueries));
-      EXPECT_TRUE(matricesNear(r32.plan, r.plan, 1e-5));
+      EXPECT_TRUE(matricesNear(r32.plan.dense(), r.plan.dense(), 1e-5));
       for (int j = 0; j < n; ++j) {
         if (!valid[j]) {
-          EXPECT_EQ(r32.plan.col(j).cwiseAbs().maxCoeff(), 0.0f) << "float32 padded key column " << j;
+          EXPECT_EQ(r32.plan.dense().col(j).cwiseAbs().maxCoeff(), 0.0f) << "float32 padded key column " << j;
         }
       }
     }
@@ -445,8 +445,8 @@ TEST(Sinkhorn, SubsequenceEqualsValidSubBlock) {
     ASSERT_EQ(r.plan.cols(), n);
     for (int i = 0; i < n; ++i) {
       if (valid[i]) continue;
-      EXPECT_EQ(r.plan.row(i).cwiseAbs().maxCoeff(), 0.0) << "padded row " << i;
-      EXPECT_EQ(r.plan.col(i).cwiseAbs().maxCoeff(), 0.0) << "padded column " << i;
+      EXPECT_EQ(r.plan.dense().row(i).cwiseAbs().maxCoeff(), 0.0) << "padded row " << i;
+      EXPECT_EQ(r.plan.dense().col(i).cwiseAbs().maxCoeff(), 0.0) << "padded column " << i;
       EXPECT_EQ(r.u(i), -test::kInf);
       EXPECT_EQ(r.v(i), -test::kInf);
       ASSERT_TRUE(r.output.has_value());
@@ -482,7 +482,7 @@ TEST(Sinkhorn, AllValidMaskIsNoMask) {
   const auto plain = sinkhornAttention(in, params(5, 1.0));
   in.mask = Mask::Constant(8, true);
   for (auto mode : {MaskMode::Subsequence, MaskMode::KeepQueries}) {
-    EXPECT_TRUE(matricesNear(sinkhornAttention(in, params(5, 1.0, mode)).plan, plain.plan, 1e-15));
+    EXPECT_TRUE(matricesNear(sinkhornAttention(in, params(5, 1.0, mode)).plan.dense(), plain.plan.dense(), 1e-15));
   }
 }
 
@@ -511,8 +511,8 @@ TEST(Sinkhorn, AllPaddedMaskIsAnErrorOrZero) {
     SCOPED_TRACE(maskModeName(mode));
     try {
       const auto r = sinkhornAttention(in, params(4, 1.0, mode));
-      EXPECT_FALSE(r.plan.hasNaN());
-      EXPECT_EQ(r.plan.cwiseAbs().sum(), 0.0);
+      EXPECT_FALSE(r.plan.dense().hasNaN());
+      EXPECT_EQ(r.plan.dense().cwiseAbs().sum(), 0.0);
     } catch (const InvalidArgument& e) {
       EXPECT_NE(std::string(e.what()), "");
     }

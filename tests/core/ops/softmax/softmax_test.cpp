@@ -35,11 +35,11 @@ TEST(Softmax, EqualsManualRowSoftmaxAndRowsSumToOne) {
       SCOPED_TRACE(::testing::Message() << "n=" << n << " d=" << d);
       const auto in = makeInput(n, d, 3 * n + d);
       const auto r = softmaxAttention(in, SoftmaxParams{});
-      EXPECT_TRUE(matricesNear(r.plan, referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
-      EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(), VecD::Ones(n), 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense(), referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
+      EXPECT_TRUE(matricesNear(r.plan.dense().rowwise().sum(), VecD::Ones(n), 1e-12));
       EXPECT_LE(r.errors.rowMax, 1e-12);
       const auto r32 = softmaxAttention(in.cast<float>(), SoftmaxParams{});
-      EXPECT_TRUE(matricesNear(r32.plan, r.plan, 1e-6));
+      EXPECT_TRUE(matricesNear(r32.plan.dense(), r.plan.dense(), 1e-6));
     }
 }
 
@@ -48,10 +48,10 @@ TEST(Softmax, StableForLargeScores) {
   auto in = makeInput(12, 8, 7);
   in.Q *= 40.0;  // scores of several hundred
   const auto r = softmaxAttention(in, SoftmaxParams{});
-  EXPECT_TRUE(r.plan.allFinite());
-  EXPECT_TRUE(matricesNear(r.plan, referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
+  EXPECT_TRUE(r.plan.dense().allFinite());
+  EXPECT_TRUE(matricesNear(r.plan.dense(), referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
   const auto r32 = softmaxAttention(in.cast<float>(), SoftmaxParams{});
-  EXPECT_TRUE(r32.plan.allFinite());
+  EXPECT_TRUE(r32.plan.dense().allFinite());
 }
 
 // Softmax is the T = 1 Sinkhorn at eps = 1.
@@ -60,7 +60,7 @@ TEST(Softmax, EqualsSinkhornBudgetOne) {
   SinkhornParams sp;
   sp.T = 1;
   sp.eps = 1.0;
-  EXPECT_TRUE(matricesNear(softmaxAttention(in, SoftmaxParams{}).plan, sinkhornAttention(in, sp).plan, 1e-14));
+  EXPECT_TRUE(matricesNear(softmaxAttention(in, SoftmaxParams{}).plan.dense(), sinkhornAttention(in, sp).plan.dense(), 1e-14));
 }
 
 // Duals in score coordinates reproduce the plan: A = n·exp(S + u ⊕ v) (eps = 1), and v = 0 on valid keys.
@@ -71,14 +71,14 @@ TEST(Softmax, DualsReproducePlan) {
   ASSERT_EQ(r.u.size(), n);
   ASSERT_EQ(r.v.size(), n);
   EXPECT_TRUE(matricesNear(r.v, VecD::Zero(n), 0.0));
-  EXPECT_TRUE(matricesNear(test::planFromDuals(referenceScores(in.Q, in.K), r.u, r.v, 1.0, n), r.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(test::planFromDuals(referenceScores(in.Q, in.K), r.u, r.v, 1.0, n), r.plan.dense(), 1e-12));
 }
 
 TEST(Softmax, OutputIsPlanTimesValues) {
   const auto in = makeInput(9, 4, 17, /*withV=*/true);
   const auto r = softmaxAttention(in, SoftmaxParams{});
   ASSERT_TRUE(r.output.has_value());
-  EXPECT_TRUE(matricesNear(*r.output, r.plan * *in.V, 1e-12));
+  EXPECT_TRUE(matricesNear(*r.output, r.plan.dense() * *in.V, 1e-12));
 }
 
 // keep-queries: padded keys get exactly zero weight, every row (padded queries too) is a softmax over the
@@ -92,11 +92,11 @@ TEST(Softmax, KeepQueriesMasksKeys) {
   const MatD S = referenceScores(in.Q, in.K);
   for (int j = 0; j < n; ++j)
     if (!valid[j]) {
-      EXPECT_EQ(r.plan.col(j).cwiseAbs().maxCoeff(), 0.0) << "padded key " << j;
+      EXPECT_EQ(r.plan.dense().col(j).cwiseAbs().maxCoeff(), 0.0) << "padded key " << j;
     }
-  EXPECT_TRUE(matricesNear(r.plan, referenceRowSoftmax(S, valid), 1e-12));
-  EXPECT_TRUE(matricesNear(r.plan.rowwise().sum(), VecD::Ones(n), 1e-12));
-  EXPECT_TRUE(matricesNear(test::planFromDuals(S, r.u, r.v, 1.0, n), r.plan, 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense(), referenceRowSoftmax(S, valid), 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense().rowwise().sum(), VecD::Ones(n), 1e-12));
+  EXPECT_TRUE(matricesNear(test::planFromDuals(S, r.u, r.v, 1.0, n), r.plan.dense(), 1e-12));
   EXPECT_LE(r.errors.rowMax, 1e-12);
   for (int j = 0; j < n; ++j) {
     if (!valid[j]) {
@@ -104,10 +104,10 @@ TEST(Softmax, KeepQueriesMasksKeys) {
     }
   }
   const auto r32 = softmaxAttention(in.cast<float>(), params(MaskMode::KeepQueries));
-  EXPECT_TRUE(matricesNear(r32.plan, r.plan, 1e-6));
+  EXPECT_TRUE(matricesNear(r32.plan.dense(), r.plan.dense(), 1e-6));
   for (int j = 0; j < n; ++j) {
     if (!valid[j]) {
-      EXPECT_EQ(r32.plan.col(j).cwiseAbs().maxCoeff(), 0.0f) << "float32 padded key " << j;
+      EXPECT_EQ(r32.plan.dense().col(j).cwiseAbs().maxCoeff(), 0.0f) << "float32 padded key " << j;
     }
   }
 }
@@ -123,11 +123,11 @@ TEST(Softmax, SubsequenceDropsPaddedTokens) {
   MatD expected = referenceRowSoftmax(referenceScores(in.Q, in.K), valid);
   for (int i = 0; i < n; ++i)
     if (!valid[i]) expected.row(i).setZero();
-  EXPECT_TRUE(matricesNear(r.plan, expected, 1e-12));
+  EXPECT_TRUE(matricesNear(r.plan.dense(), expected, 1e-12));
   for (int i = 0; i < n; ++i) {
     if (valid[i]) continue;
-    EXPECT_EQ(r.plan.row(i).cwiseAbs().maxCoeff(), 0.0);
-    EXPECT_EQ(r.plan.col(i).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(r.plan.dense().row(i).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ(r.plan.dense().col(i).cwiseAbs().maxCoeff(), 0.0);
     EXPECT_EQ(r.u(i), -test::kInf);
     EXPECT_EQ(r.v(i), -test::kInf);
   }

@@ -1,0 +1,46 @@
+#pragma once
+// The banded plan as an object (ops/transport_plan.h): the band of scaled scores and the final potentials,
+// O(n·W) numbers. A·V and Aᵀ·W walk the band; the dense matrix is formed only when a view asks.
+#include <memory>
+
+#include "ops/score_geometry.h"
+#include "ops/transport_plan.h"
+
+namespace tl {
+
+template <class T>
+class BandPlan final : public TransportPlan<T> {
+ public:
+  // A = scale·exp(X + ut ⊕ vt) on X's support. The plan shows the first `rows` × `cols` tokens of X: all of
+  // them, or the real tokens when a dustbin token was appended to each side (docs/operators/banded.md#dustbin).
+  // The dustbin's value is zero, so A·V over the real keys is the top rows of the full product with zero rows
+  // appended to V.
+  BandPlan(std::shared_ptr<const BandScores<T>> X, Vec<T> ut, Vec<T> vt, T scale, Eigen::Index rows, Eigen::Index cols)
+      : X_(std::move(X)), ut_(std::move(ut)), vt_(std::move(vt)), scale_(scale), rows_(rows), cols_(cols) {}
+
+  Eigen::Index rows() const override { return rows_; }
+  Eigen::Index cols() const override { return cols_; }
+  Mat<T> apply(const Mat<T>& V) const override {
+    return X_->apply(ut_, vt_, scale_, padded(V, X_->cols())).topRows(rows_);
+  }
+  Mat<T> applyTransposed(const Mat<T>& W) const override {
+    return X_->applyTransposed(ut_, vt_, scale_, padded(W, X_->rows())).topRows(cols_);
+  }
+  Mat<T> materialize() const override { return X_->plan(ut_, vt_, scale_).topLeftCorner(rows_, cols_); }
+  const char* kind() const override { return "band"; }
+
+ private:
+  static Mat<T> padded(const Mat<T>& M, Eigen::Index rows) {
+    if (M.rows() == rows) return M;
+    Mat<T> out = Mat<T>::Zero(rows, M.cols());
+    out.topRows(M.rows()) = M;
+    return out;
+  }
+
+  std::shared_ptr<const BandScores<T>> X_;
+  Vec<T> ut_, vt_;
+  T scale_;
+  Eigen::Index rows_, cols_;
+};
+
+}  // namespace tl

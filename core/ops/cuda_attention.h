@@ -1,0 +1,27 @@
+#pragma once
+// The dense log-domain families (softmax, sinkhorn) on the CUDA backend (core/cuda/sinkhorn_cuda.h,
+// softmax_cuda.h), with the CPU reference's conventions: mask modes as core/ops does them (keep-queries:
+// padded keys carry no mass; subsequence: the valid tokens are compacted and the result scattered back,
+// ops/subsequence.h), attention scale A = n_q·P, duals in score coordinates, the marginal errors after every
+// step. Only built with TL_CUDA; the registry lists the cuda backend only then.
+#include "common/attention_input.h"
+#include "common/feedback.h"
+#include "ops/device_path.h"
+#include "ops/mask_mode.h"
+#include "ops/plan_result.h"
+
+namespace tl {
+
+struct DenseCudaRun {
+  int budget = 1;      // T: single normalisations, rows first (softmax: 1)
+  double eps = 1.0;    // softmax: 1
+  bool softmax = false;  // the one-pass softmax kernel (FlashAttention-style output)
+  MaskMode maskMode = MaskMode::Subsequence;
+};
+
+// Throws InvalidArgument (bad input), cuda::CudaError (no device, driver, memory, kernel fault; a
+// ResourceError) or Canceled. Device memory is released on every path.
+PlanResult<float> runDenseOnCuda(const AttentionInput<float>& input, const DenseCudaRun& run,
+                                 const DeviceRequest& request, Feedback& feedback);
+
+}  // namespace tl

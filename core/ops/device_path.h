@@ -1,0 +1,30 @@
+#pragma once
+// A family's CUDA path as the registry sees it (ops/family.h): for which typed parameters it runs on the GPU,
+// and the run itself, float32 in and out. The Engine and the CLI choose it through the operator's backend
+// (Operator::cudaUnsupported, Operator::runCuda); the CPU reference stays the source of truth.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/attention_input.h"
+#include "common/feedback.h"
+#include "ops/plan_result.h"
+
+namespace tl {
+
+// What a GPU run hands back besides the output, the duals and the marginal errors.
+struct DeviceRequest {
+  // The dense n_q × n_k plan, computed on the device (views, export). Without it the fused path never
+  // stores n×n and the result's plan stays on the GPU side: A·V, display tiles and the dense matrix are
+  // computed from the duals when asked (ops/cuda_attention.h).
+  bool densePlan = false;
+};
+
+template <class P>
+struct CudaPath {
+  // std::nullopt when these parameters run on the GPU, else why not (shown in the status bar and metrics).
+  std::function<std::optional<std::string>(const P&)> unsupported;
+  std::function<PlanResult<float>(const AttentionInput<float>&, const P&, const DeviceRequest&, Feedback&)> run;
+};
+
+}  // namespace tl

@@ -1,0 +1,41 @@
+#pragma once
+// Hard ESP's plan as an object (ops/transport_plan.h): A = n_q·Σ_l w_l U_l with each slice plan U_l kept as
+// its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers. A·V and Aᵀ·W gather rows per slice in
+// O(L·n·d); the dense matrix is formed only when a view asks (docs/operators/esp.md#lazy-path).
+#include <vector>
+
+#include "ops/esp/esp_slice.h"
+#include "ops/transport_plan.h"
+
+namespace tl {
+
+template <class T>
+class SlicedPlan final : public TransportPlan<T> {
+ public:
+  SlicedPlan(std::vector<HardSlice> slices, Vec<T> weights, Eigen::Index rows, Eigen::Index cols)
+      : slices_(std::move(slices)), weights_(std::move(weights)), rows_(rows), cols_(cols) {}
+  Eigen::Index rows() const override { return rows_; }
+  Eigen::Index cols() const override { return cols_; }
+  Mat<T> apply(const Mat<T>& V) const override { return product(V, rows_, false); }
+  Mat<T> applyTransposed(const Mat<T>& W) const override { return product(W, cols_, true); }
+  Mat<T> materialize() const override {
+    Mat<T> A = Mat<T>::Zero(rows_, cols_);
+    for (size_t l = 0; l < slices_.size(); ++l) addSlicePlan(slices_[l], share(l), A);
+    return A;
+  }
+  const char* kind() const override { return "sliced"; }
+
+ private:
+  T share(size_t l) const { return T(rows_) * weights_(Eigen::Index(l)); }  // n_q·w_l
+  Mat<T> product(const Mat<T>& M, Eigen::Index outRows, bool transposed) const {
+    Mat<T> out = Mat<T>::Zero(outRows, M.cols());
+    for (size_t l = 0; l < slices_.size(); ++l) addSliceProduct(slices_[l], share(l), M, out, transposed);
+    return out;
+  }
+
+  std::vector<HardSlice> slices_;
+  Vec<T> weights_;
+  Eigen::Index rows_, cols_;
+};
+
+}  // namespace tl

@@ -1,0 +1,149 @@
+#include "ops/transport_plan.h"
+
+#include <string>
+
+#include "common/errors.h"
+#include "cuda/tile_index.h"
+
+namespace tl {
+
+void checkMaterializable(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind) {
+  const double bytes = double(rows) * double(cols) * double(bytesPerEntry);
+  if (bytes <= double(kDensePlanCapBytes)) return;
+  throw ResourceError(std::string("the dense ") + kind + " plan of " + std::to_string(rows) + " queries × " +
+                      std::to_string(cols) + " keys needs " + std::to_string(int(bytes / (1 << 30) + 0.5)) +
+                      " GiB (cap " + std::to_string(int(kDensePlanCapBytes >> 30)) +
+                      " GiB); ask for the output A·V, the marginals or display tiles instead");
+}
+
+template <class T>
+PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
+  const Mat<T> A = [&] {
+    checkMaterializable(rows(), cols(), sizeof(T), kind());
+    return materialize();
+  }();
+  PooledPlan<T> p;
+  const long long br = cuda::displayBlocks(A.rows(), maxRows), bc = cuda::displayBlocks(A.cols(), maxCols);
+  for (long long r = 0; r <= br; ++r) p.rowStarts.push_back(cuda::blockStart(r, A.rows(), br));
+  for (long long c = 0; c <= bc; ++c) p.colStarts.push_back(cuda::blockStart(c, A.cols(), bc));
+  p.mean.resize(br, bc);
+  p.max.resize(br, bc);
+  for (long long r = 0; r < br; ++r)
+    for (long long c = 0; c < bc; ++c) {
+      const auto block = A.block(p.rowStarts[r], p.colStarts[c], p.rowStarts[r + 1] - p.rowStarts[r],
+                                 p.colStarts[c + 1] - p.colStarts[c]);
+      p.mean(r, c) = block.mean();
+      p.max(r, c) = block.maxCoeff();
+    }
+  return p;
+}
+
+namespace {
+
+// A plan computed in one precision, seen in another (the Engine widens float runs to double): products
+// convert their operand and their result, the dense matrix converts once.
+template <class To, class From>
+class CastPlan final : public TransportPlan<To> {
+ public:
+  explicit CastPlan(std::shared_ptr<const TransportPlan<From>> inner) : inner_(std::move(inner)) {}
+  Eigen::Index rows() const override { return inner_->rows(); }
+  Eigen::Index cols() const override { return inner_->cols(); }
+  Mat<To> apply(const Mat<To>& V) const override {
+    return inner_->apply(V.template cast<From>()).template cast<To>();
+  }
+  Mat<To> applyTransposed(const Mat<To>& W) const override {
+    return inner_->applyTransposed(W.template cast<From>()).template cast<To>();
+  }
+  Mat<To> materialize() const override { return inner_->materialize().template cast<To>(); }
+  const char* kind() const override { return inner_->kind(); }
+  PooledPlan<To> pooled(int maxRows, int maxCols) const override {
+    const PooledPlan<From> p = inner_->pooled(maxRows, maxCols);
+    return {p.rowStarts, p.colStarts, p.mean.template cast<To>(), p.max.template cast<To>()};
+  }
+
+ private:
+  std::shared_ptr<const TransportPlan<From>> inner_;
+};
+
+}  // namespace
+
+template <class T>
+Plan<T>::Plan(Mat<T> dense)
+    : plan_(std::make_shared<DensePlan<T>>(std::move(dense))), cache_(std::make_shared<DenseCache>()) {}
+
+template <class T>
+Plan<T>::Plan(std::shared_ptr<const TransportPlan<T>> structured)
+    : plan_(std::move(structured)), cache_(std::make_shared<DenseCache>()) {}
+
+template <class T>
+bool Plan<T>::isDense() const {
+  return dynamic_cast<const DensePlan<T>*>(plan_.get()) != nullptr;
+}
+
+template <class T>
+const Mat<T>& Plan<T>::dense() const {
+  static const Mat<T> none;
+  if (!plan_) return none;
+  if (const auto* d = dynamic_cast<const DensePlan<T>*>(plan_.get())) return d->matrix();
+  std::call_once(cache_->once, [&] {
+    checkMaterializable(plan_->rows(), plan_->cols(), sizeof(T), plan_->kind());
+    cache_->matrix = plan_->materialize();
+  });
+  return cache_->matrix;
+}
+
+template <class T>
+Mat<T> Plan<T>::apply(const Mat<T>& V) const {
+  if (!plan_) throw InvalidArgument("no plan to apply");
+  if (V.rows() != cols())
+    throw InvalidArgument("A·V: V has " + std::to_string(V.rows()) + " rows but the plan has " +
+                          std::to_string(cols()) + " keys");
+  return plan_->apply(V);
+}
+
+template <class T>
+Mat<T> Plan<T>::applyTransposed(const Mat<T>& W) const {
+  if (!plan_) throw InvalidArgument("no plan to apply");
+  if (W.rows() != rows())
+    throw InvalidArgument("Aᵀ·W: W has " + std::to_string(W.rows()) + " rows but the plan has " +
+                          std::to_string(rows()) + " queries");
+  return plan_->applyTransposed(W);
+}
+
+template <class T>
+Vec<T> Plan<T>::rowSums() const {
+  return apply(Mat<T>::Ones(cols(), 1)).col(0);
+}
+
+template <class T>
+Vec<T> Plan<T>::colSums() const {
+  return applyTransposed(Mat<T>::Ones(rows(), 1)).col(0);
+}
+
+template <class T>
+PooledPlan<T> Plan<T>::pooled(int maxRows, int maxCols) const {
+  if (!plan_) return {};
+  if (maxRows < 1 || maxCols < 1)
+    throw InvalidArgument("display tiles need at least one row and one column; got " + std::to_string(maxRows) +
+                          " × " + std::to_string(maxCols));
+  return plan_->pooled(maxRows, maxCols);
+}
+
+template <class T>
+template <class To>
+Plan<To> Plan<T>::cast() const {
+  if (!plan_) return {};
+  if (const auto* d = dynamic_cast<const DensePlan<T>*>(plan_.get())) return Plan<To>(d->matrix().template cast<To>());
+  return Plan<To>(std::make_shared<CastPlan<To, T>>(plan_));
+}
+
+template class TransportPlan<float>;
+template class TransportPlan<double>;
+template class Plan<float>;
+template class Plan<double>;
+template Plan<double> Plan<float>::cast<double>() const;
+template Plan<float> Plan<double>::cast<float>() const;
+template Plan<double> Plan<double>::cast<double>() const;
+template Plan<float> Plan<float>::cast<float>() const;
+
+}  // namespace tl

@@ -1,0 +1,112 @@
+#pragma once
+// A plan is an object, in the spirit of OTT-JAX's lazy geometries: it answers A·V, Aᵀ·W, its marginals and,
+// on request, its dense matrix. Families whose plan has structure keep that structure (LOT: rank-r factors,
+// ESP hard: weighted slice matchings, banded: the band and its duals; on the GPU: the duals beside Q and K), so
+// views, exports and the CLI ask for what they need and the n_q × n_k matrix is formed only when asked,
+// and never beyond a memory cap.
+// Attention scale throughout: A = n_q·P, rows = queries (docs/conventions.md#scales).
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/matrix.h"
+
+namespace tl {
+
+// Dense plans beyond this many bytes are refused with a ResourceError that says what to ask for instead.
+constexpr size_t kDensePlanCapBytes = size_t(2) << 30;
+
+// A plan downsampled for display: block (r, c) covers rows [rowStarts[r], rowStarts[r+1]) and columns
+// [colStarts[c], colStarts[c+1]) (blocks differ in size by at most one, cuda/tile_index.h), with the mean and
+// the max of the plan over the block. Heatmaps of large plans draw this instead of n_q × n_k entries.
+template <class T>
+struct PooledPlan {
+  std::vector<long long> rowStarts, colStarts;  // rows + 1, cols + 1 entries
+  Mat<T> mean, max;
+};
+
+template <class T>
+class TransportPlan {
+ public:
+  virtual ~TransportPlan() = default;
+  virtual Eigen::Index rows() const = 0;  // n_q
+  virtual Eigen::Index cols() const = 0;  // n_k
+  // A·V (n_q × d_v) for V (n_k × d_v).
+  virtual Mat<T> apply(const Mat<T>& V) const = 0;
+  // Aᵀ·W (n_k × c) for W (n_q × c).
+  virtual Mat<T> applyTransposed(const Mat<T>& W) const = 0;
+  // The dense n_q × n_k matrix.
+  virtual Mat<T> materialize() const = 0;
+  // "dense", "low-rank", "sliced", "band", "gpu duals", ... for labels and metrics.
+  virtual const char* kind() const = 0;
+  // Block mean and max on at most maxRows × maxCols blocks. The default pools the dense matrix (under the
+  // cap); plans that live on the GPU pool there without forming it.
+  virtual PooledPlan<T> pooled(int maxRows, int maxCols) const;
+};
+
+// Throws ResourceError when a dense rows × cols plan of T would exceed the cap, naming the size and what to use
+// instead (the output, the marginals, display tiles).
+void checkMaterializable(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind);
+
+template <class T>
+class DensePlan final : public TransportPlan<T> {
+ public:
+  explicit DensePlan(Mat<T> A) : A_(std::move(A)) {}
+  Eigen::Index rows() const override { return A_.rows(); }
+  Eigen::Index cols() const override { return A_.cols(); }
+  Mat<T> apply(const Mat<T>& V) const override { return A_ * V; }
+  Mat<T> applyTransposed(const Mat<T>& W) const override { return A_.transpose() * W; }
+  Mat<T> materialize() const override { return A_; }
+  const char* kind() const override { return "dense"; }
+  const Mat<T>& matrix() const { return A_; }
+
+ private:
+  Mat<T> A_;
+};
+
+// The plan a result holds: empty, dense, or structured. Copies share the plan; the dense matrix of a
+// structured plan is formed on the first `dense()` (under the cap) and kept, so several views asking for it
+// pay once. Thread-safe: results are shared between the Engine's worker and the GUI thread.
+template <class T>
+class Plan {
+ public:
+  Plan() = default;
+  Plan(Mat<T> dense);  // NOLINT(google-explicit-constructor): a dense family assigns its matrix
+  template <class Derived>
+  Plan(const Eigen::MatrixBase<Derived>& dense) : Plan(Mat<T>(dense)) {}  // NOLINT: or an expression
+  explicit Plan(std::shared_ptr<const TransportPlan<T>> structured);
+
+  bool empty() const { return !plan_; }
+  Eigen::Index rows() const { return plan_ ? plan_->rows() : 0; }
+  Eigen::Index cols() const { return plan_ ? plan_->cols() : 0; }
+  Eigen::Index size() const { return rows() * cols(); }
+  const char* kind() const { return plan_ ? plan_->kind() : "none"; }
+  bool isDense() const;
+
+  // The dense A (ResourceError beyond kDensePlanCapBytes; an empty matrix for an empty plan).
+  const Mat<T>& dense() const;
+  operator const Mat<T>&() const { return dense(); }  // NOLINT: views read plans as matrices
+  T operator()(Eigen::Index i, Eigen::Index j) const { return dense()(i, j); }
+
+  Mat<T> apply(const Mat<T>& V) const;
+  Mat<T> applyTransposed(const Mat<T>& W) const;
+  Vec<T> rowSums() const;
+  Vec<T> colSums() const;
+  PooledPlan<T> pooled(int maxRows, int maxCols) const;
+
+  const TransportPlan<T>* structure() const { return plan_.get(); }
+  // The same plan in another precision (the Engine widens float runs to double for the views).
+  template <class To>
+  Plan<To> cast() const;
+
+ private:
+  struct DenseCache {
+    std::once_flag once;
+    Mat<T> matrix;
+  };
+  std::shared_ptr<const TransportPlan<T>> plan_;
+  std::shared_ptr<DenseCache> cache_;
+};
+
+}  // namespace tl

@@ -1,0 +1,85 @@
+// Plans as objects (ops/transport_plan.h): every family's plan answers A·V, Aᵀ·W and its marginals exactly as
+// its dense matrix does, structured families never form n×n until asked, and the dense matrix is capped.
+#include "ops/transport_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "ops/plan_result.h"
+#include "ops/registry.h"
+#include "support/test_util.h"
+
+namespace tl {
+namespace {
+
+using test::matricesNear;
+
+AttentionInput<double> tokens(int n, int d, uint64_t seed) {
+  AttentionInput<double> in;
+  in.Q = test::gaussian(n, d, seed);
+  in.K = test::gaussian(n, d, seed + 1);
+  in.V = test::gaussian(n, 3, seed + 2);
+  return in;
+}
+
+// Products and marginals of the plan object agree with its dense matrix (1e-12, float64).
+void expectConsistent(const Plan<double>& plan, const std::string& label) {
+  const MatD& A = plan.dense();
+  const MatD V = test::gaussian(int(plan.cols()), 2, 7), W = test::gaussian(int(plan.rows()), 2, 8);
+  EXPECT_TRUE(matricesNear(plan.apply(V), A * V, 1e-12)) << label;
+  EXPECT_TRUE(matricesNear(plan.applyTransposed(W), A.transpose() * W, 1e-12)) << label;
+  EXPECT_TRUE(matricesNear(plan.rowSums(), A.rowwise().sum(), 1e-12)) << label;
+  EXPECT_TRUE(matricesNear(plan.colSums(), A.colwise().sum().transpose(), 1e-12)) << label;
+}
+
+TEST(TransportPlan, EveryFamilysPlanAnswersLikeItsDenseMatrix) {
+  const auto& reg = OperatorRegistry::builtin();
+  for (const char* spec : {"softmax", "sinkhorn:T=7", "esp:tau=0.5", "esp:sort=soft", "lot:r=4", "banded:W=3",
+                           "banded:W=2,dustbin=true", "diff"}) {
+    const auto op = reg.create(reg.parse(spec));
+    const auto r = op->run(tokens(12, 4, 3), noFeedback());
+    EXPECT_EQ(r.plan.isDense(), !op->structuredPlan()) << spec;
+    expectConsistent(r.plan, spec);
+    EXPECT_TRUE(matricesNear(*r.output, r.plan.dense() * *tokens(12, 4, 3).V, 1e-12)) << spec;
+  }
+}
+
+TEST(TransportPlan, PaddedTokensStayZeroInStructuredPlans) {
+  auto in = tokens(10, 4, 5);
+  in.mask = Mask::Ones(10);
+  (*in.mask)(2) = (*in.mask)(7) = false;
+  const auto& reg = OperatorRegistry::builtin();
+  for (const char* spec : {"esp:tau=0.5", "lot:r=3", "banded:W=2"}) {
+    const auto r = reg.create(reg.parse(spec))->run(in, noFeedback());
+    EXPECT_FALSE(r.plan.isDense()) << spec;
+    expectConsistent(r.plan, spec);
+    for (int padded : {2, 7}) {
+      EXPECT_EQ(r.plan.dense().row(padded).cwiseAbs().sum(), 0.0) << spec;
+      EXPECT_EQ(r.plan.dense().col(padded).cwiseAbs().sum(), 0.0) << spec;
+    }
+  }
+}
+
+TEST(TransportPlan, TheDenseMatrixIsFormedOnceAndCastsKeepTheStructure) {
+  const auto& reg = OperatorRegistry::builtin();
+  const auto r32 = reg.create(reg.parse("lot:r=4"))->run(tokens(16, 4, 9).cast<float>(), noFeedback());
+  EXPECT_EQ(&r32.plan.dense(), &r32.plan.dense()) << "formed once, then kept";
+  const PlanResult<double> wide = r32.cast<double>();
+  EXPECT_FALSE(wide.plan.isDense());
+  EXPECT_STREQ(wide.plan.kind(), "low-rank");
+  EXPECT_TRUE(matricesNear(wide.plan.dense(), r32.plan.dense().cast<double>(), 0.0));
+  EXPECT_TRUE(matricesNear(*wide.output, r32.output->cast<double>(), 0.0));
+}
+
+TEST(TransportPlan, DenseMatricesBeyondTheCapAreRefusedWithWhatToAskInstead) {
+  EXPECT_NO_THROW(checkMaterializable(1000, 1000, sizeof(double), "sliced"));
+  EXPECT_TRUE(test::throwsWith<ResourceError>([] { checkMaterializable(65536, 65536, sizeof(double), "sliced"); },
+                                              {"65536 queries", "32 GiB", "output", "display tiles"}));
+  EXPECT_TRUE(Plan<double>().empty());
+  EXPECT_EQ(Plan<double>().dense().size(), 0);
+  EXPECT_TRUE(test::throwsWith<InvalidArgument>([] { (void)Plan<double>(MatD::Ones(2, 3)).apply(MatD::Ones(2, 1)); },
+                                                {"3 keys"}));
+}
+
+}  // namespace
+}  // namespace tl
