@@ -15,7 +15,7 @@ add_executable(tlens
   cli/bench_common.cpp
   cli/reference_bench.cpp
   cli/train_command.cpp
-  cli/train_progress.cpp
+  cli/terminal_progress.cpp
 )
 # Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
 # `tlens train` checks its flags in every build and trains only when TL_WITH_TORCH is defined.

@@ -13,6 +13,7 @@
 #include "io/npy.h"
 #include "model/vit_inference.h"
 #include "model_options.h"
+#include "terminal_progress.h"
 
 namespace tl::cli {
 namespace {
@@ -57,7 +58,12 @@ int extractCommand(const Args& args) {
   const VitRunner runner = VitRunner::open(checkpoint, importOptionsFrom(cl));
   const VitConfig& config = runner.config();
   const ModelImage image = loadModelImage(source, config);
-  const VitTrace trace = runner.run(image.pixels);
+  VitTrace trace;
+  {
+    TerminalProgress progress;  // the model's layers on a terminal; Ctrl-C cancels (exit 1, "canceled")
+    InterruptScope interrupts(progress.feedback());
+    trace = runner.run(image.pixels, progress.feedback());
+  }
 
   std::filesystem::create_directories(outDir);
   auto put = [&](const std::string& name, const auto& array) { writeNpy(outDir + "/" + name, array); };

@@ -1,9 +1,6 @@
 // `tlens train`: trains a ViT on Fashion-MNIST on the CPU (core/model/training_run.h) and writes a
 // resumable checkpoint after every epoch. LibTorch stays behind the plain header; without TL_TORCH the
 // command checks its flags and then says it cannot train.
-#include <unistd.h>
-
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -14,7 +11,7 @@
 #include "io/atomic_file.h"
 #include "model/training/training_run.h"
 #include "ops/registry.h"
-#include "train_progress.h"
+#include "terminal_progress.h"
 
 namespace tl::cli {
 namespace {
@@ -101,29 +98,14 @@ void applyFlags(const CommandLine& cl, TrainingOptions& o) {
 }
 
 #ifdef TL_WITH_TORCH
-// Ctrl-C asks the training loop to stop at its next step; a second Ctrl-C ends the process at once. Storing
-// to a lock-free std::atomic<bool> (Feedback::cancel) and signal() are async-signal-safe.
-Feedback* interruptTarget = nullptr;
-
-extern "C" void onInterrupt(int) {
-  if (interruptTarget) interruptTarget->cancel();
-  std::signal(SIGINT, SIG_DFL);
+// The line every finished epoch leaves on stderr (on a terminal, below the status line of the steps).
+void printEpochSummary(const EpochMetrics& m, int epochs) {
+  std::fprintf(stderr, "epoch %d/%d  loss %.4f  train %.2f%%  test %.2f%%  %.1f s (+%.1f s eval)", m.epoch, epochs,
+               m.trainLoss, 100 * m.trainAccuracy, 100 * m.testAccuracy, m.seconds, m.evalSeconds);
+  if (m.sortTemp > 0) std::fprintf(stderr, "  sort_temp %.3g", m.sortTemp);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
 }
-
-class InterruptScope {
- public:
-  explicit InterruptScope(Feedback& feedback) {
-    interruptTarget = &feedback;
-    previous_ = std::signal(SIGINT, onInterrupt);
-  }
-  ~InterruptScope() {
-    std::signal(SIGINT, previous_);
-    interruptTarget = nullptr;
-  }
-
- private:
-  void (*previous_)(int) = SIG_DFL;
-};
 
 // `trainedNow`: epochs completed by this invocation (a resumed run's history also holds the earlier ones).
 int reportOutcome(const TrainingReport& report, int trainedNow) {
@@ -158,23 +140,20 @@ int train(const CommandLine& cl, TrainingOptions options) {
       std::cerr << "note: resuming with " << options.threads << " threads where the run used " << stored.threads
                 << "; the weights may differ from an uninterrupted run in the last bits\n";
   }
-  TrainProgress progress(stderr, isatty(fileno(stderr)) != 0);
+  // The status line of the steps (on a terminal) comes from the run's Feedback; Ctrl-C cancels it.
+  TerminalProgress progress;
   int trainedNow = 0;
   TrainingListener listener;
-  listener.onStep = [&](const TrainingProgress& p) { progress.step(p); };
   listener.onEpoch = [&](const EpochMetrics& m) {
-    progress.epoch(m, options.epochs);
+    progress.clearLine();
+    printEpochSummary(m, options.epochs);
     ++trainedNow;
   };
-  Feedback feedback;
   TrainingReport report;
-  try {
-    InterruptScope interrupts(feedback);
-    report = trainVitOnFashionMnist(options, listener, feedback);
-  } catch (...) {
-    progress.clearLine();  // main() reports the error on a line of its own
-    throw;
-  }
+  {
+    InterruptScope interrupts(progress.feedback());
+    report = trainVitOnFashionMnist(options, listener, progress.feedback());
+  }  // on an error, ~TerminalProgress ends the status line so that main()'s message has a line of its own
   progress.clearLine();
   if (const auto json = cl.get("json")) writeFileAtomically(*json, trainingReportJson(report));
   return reportOutcome(report, trainedNow);

@@ -31,6 +31,11 @@ double maxAbsDifference(const MatD& a, const MatD& b) {
   return a.size() == 0 ? 0 : (a - b).cwiseAbs().maxCoeff();
 }
 
+double rmsDifference(const MatD& a, const MatD& b) {
+  requireSameShape(a, b, "rms difference");
+  return a.size() == 0 ? 0 : std::sqrt((a - b).squaredNorm() / double(a.size()));
+}
+
 double meanRowKl(const MatD& a, const MatD& b) {
   requireSameShape(a, b, "mean row KL");
   double total = 0;

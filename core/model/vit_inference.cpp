@@ -118,7 +118,8 @@ void runLayers(VitModel& model, torch::Tensor hidden, int fromLayer, const std::
     }
     layerTrace.output = toEigen(hidden[0]);
     trace.layers.push_back(std::move(layerTrace));
-    feedback.setProgress(double(l + 1 - fromLayer) / double(L - fromLayer), "vit layer " + std::to_string(l));
+    feedback.setProgress(double(l + 1 - fromLayer) / double(L - fromLayer),
+                         "model: " + std::to_string(l + 1) + " of " + std::to_string(L) + " layers");
   }
   trace.logits = toEigenVector(model->classify(hidden)[0]);
 }

@@ -1,50 +1,30 @@
 #pragma once
 // Differentiable LibTorch versions of the core normalisers, for training and for the model's own forward
 // pass: softmax, sinkhorn, esp and lot, batched over [B, H] and built from the same OperatorSpec (registry
-// schema, names, defaults and validation) as the CPU operators in core/ops, whose conventions they follow:
-// scores S = QKᵀ/√d on unscaled Q, K, attention scale A = n_q·P (rows sum to 1), O = A V.
-//   softmax  : the T = 1 Sinkhorn step (as core/ops/softmax.cpp).
-//   sinkhorn : unrolled log-domain loop, T single normalisations rows first (spec/asap.md §2.3); key masks
-//              in both mask_modes, with −inf potentials instead of multiplied masks (README errata 1).
-//   esp      : SoftSort plans while the module is training (sort_temp), the spec's `sort` in eval mode
-//              (hard by default). Hard plans come from the core's slices (ops/esp_slice.h), so ties, slicers
-//              and rank couplings are the core's; gradients reach Q, K through the slice weights and V.
-//              Without the attention matrix (training), soft p = 2 self-attention runs through
-//              model/esp_soft_output.h, which never forms the [B, H, L, n, n] plans.
-//   lot      : learned pivots per head, parameters `pivots` [H, r, d] and `mass_logits` [H, r]; two log-domain
-//              problems with budget T and the glued coupling applied in O(n r d) (spec/lot.md §3–§4).
+// schema, names, defaults and validation) as the CPU operators in core/ops, whose conventions they follow
+// (normaliser.h). One source file per family, mirroring core/ops/<family>/:
+//   softmax.cpp  : the T = 1 Sinkhorn step (as core/ops/softmax/softmax.cpp).
+//   sinkhorn.cpp : unrolled log-domain loop, T single normalisations rows first; key masks in both mask_modes.
+//   esp.cpp      : SoftSort plans while training, the spec's `sort` in eval mode; the fused soft output of
+//                  esp_soft_output.h for training without the attention matrix.
+//   lot.cpp      : learned pivots per head (`pivots` [H, r, d], `mass_logits` [H, r]), O in O(n r d).
+// makeTorchNormaliser builds them through one table keyed by family name (torch_normalisers.cpp); the
+// registry's FamilyInfo::backends says which families declare Backend::Torch, and a test checks that the
+// two lists agree.
 // This header includes LibTorch: only model/ sources include it (TOOLCHAIN.md header hygiene).
-#include <torch/torch.h>
+#include <string>
+#include <vector>
 
-#include <memory>
-
-#include "ops/registry.h"
+#include "model/normalisers/normaliser.h"
 
 namespace tl {
 
-struct TorchAttention {
-  torch::Tensor output;     // [B, H, n_q, d_v] = A V
-  torch::Tensor attention;  // [B, H, n_q, n_k] attention-scale plan; undefined unless asked for
-};
-
-class TorchNormaliserImpl : public torch::nn::Module {
- public:
-  explicit TorchNormaliserImpl(OperatorSpec spec) : spec_(std::move(spec)) {}
-  const OperatorSpec& spec() const { return spec_; }
-
-  // q [B, H, n_q, d], k [B, H, n_k, d], v [B, H, n_k, d_v]. keyMask: [B, n] bool (true = valid token) for
-  // padded self-attention (n_q = n_k = n), or undefined. Padded rows of A and O are 0 under subsequence.
-  virtual TorchAttention forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                 bool withAttention, const torch::Tensor& keyMask = {}) = 0;
-
- private:
-  OperatorSpec spec_;
-};
-
-using TorchNormaliser = std::shared_ptr<TorchNormaliserImpl>;
-
-// The families with a LibTorch version; the others (asap, banded, diff) run through the core path only.
+// Whether the registry declares a LibTorch version of `family` (familiesOn(Backend::Torch)); the others
+// (asap, banded, diff) run through the core path only.
 bool hasTorchNormaliser(const std::string& family);
+
+// The families the factory table holds (torch_normalisers.cpp), in its order.
+std::vector<std::string> torchNormaliserFamilies();
 
 // `spec` as resolved by OperatorRegistry::parse/resolve; `heads` × `headDim` sizes the learned parameters
 // (LOT pivots, initialised Z ~ N(0, 1/d) from torch's generator and mass logits 0, or from the spec's

@@ -1,7 +1,9 @@
 #include "model/training/training_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "common/errors.h"
@@ -249,15 +251,19 @@ class TrainingRun {
     const int64_t remaining = int64_t(options().epochs - e - 1) * train_.count + (train_.count - seenThisEpoch);
     p.etaSeconds = double(remaining) / p.imagesPerSecond;
     p.lr = lr;
-    feedback_.setProgress(double(state_.step) / double(schedule_.totalSteps), "training");
+    feedback_.setProgress(doneFraction(), describeTrainingProgress(p));
     if (listener_.onStep) listener_.onStep(p);
   }
 
-  // Test accuracy, then the checkpoint. Evaluation is not cancellable, so a stop requested here still
-  // keeps the epoch that has just been trained.
+  double doneFraction() const { return double(state_.step) / double(schedule_.totalSteps); }
+
+  // Test accuracy, then the checkpoint. Evaluation is not cancellable (its Feedback only reports), so a stop
+  // requested here still keeps the epoch that has just been trained.
   void finishEpoch(EpochMetrics& m) {
     const auto start = Clock::now();
-    m.testAccuracy = evaluateAccuracy(trainer_->model(), test_, 0, kEvalBatch).fraction();
+    const std::string epoch = "epoch " + std::to_string(m.epoch) + "/" + std::to_string(options().epochs) + "  ";
+    Feedback evaluation([&](double, const std::string& stage) { feedback_.setProgress(doneFraction(), epoch + stage); });
+    m.testAccuracy = evaluateAccuracy(trainer_->model(), test_, 0, kEvalBatch, evaluation).fraction();
     m.evalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
     state_.completedEpochs = m.epoch;
     state_.history.push_back(m);
@@ -281,7 +287,28 @@ class TrainingRun {
   double trainSeconds_ = 0;
 };
 
+// "45s", "3m12s", "1h02m".
+std::string formatDuration(double seconds) {
+  const long long s = std::llround(std::max(0.0, seconds));
+  char text[32];
+  if (s < 60)
+    std::snprintf(text, sizeof text, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  return text;
+}
+
 }  // namespace
+
+std::string describeTrainingProgress(const TrainingProgress& p) {
+  char text[160];
+  std::snprintf(text, sizeof text, "epoch %d/%d  step %d/%d  loss %.4f  acc %.1f%%  %.0f img/s  ETA %s", p.epoch,
+                p.epochs, p.step, p.steps, p.loss, 100 * p.accuracy, p.imagesPerSecond,
+                formatDuration(p.etaSeconds).c_str());
+  return text;
+}
 
 TrainingReport trainVitOnFashionMnist(const TrainingOptions& options, const TrainingListener& listener,
                                       Feedback& feedback) {

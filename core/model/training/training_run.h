@@ -53,6 +53,10 @@ struct TrainingProgress {
   double lr = 0;
 };
 
+// One step's progress in words, as the run reports it through Feedback::setProgress (the fraction there is
+// of all steps of the run): "epoch 2/10  step 40/469  loss 0.4123  acc 85.2%  1234 img/s  ETA 3m12s".
+std::string describeTrainingProgress(const TrainingProgress& p);
+
 struct EpochMetrics {
   int epoch = 0;  // 1-based
   double trainLoss = 0, trainAccuracy = 0;  // means over the epoch's (augmented) training batches
@@ -80,7 +84,9 @@ struct TrainingListener {
 
 // Trains per `options` (resuming from options.out when options.resume). Cancelling `feedback` (checked
 // between steps, e.g. from a SIGINT handler) stops at the next step and returns with stopped = true; the
-// partial epoch is discarded and the last complete checkpoint stays. InvalidArgument for bad options
+// partial epoch is discarded and the last complete checkpoint stays. Progress goes to `feedback` after
+// every step (describeTrainingProgress) and during each epoch's evaluation ("epoch 2/10  evaluating image
+// 500/10000"), and to `listener`. InvalidArgument for bad options
 // (operator string, sizes), FileError for missing data or an unreadable/inconsistent checkpoint.
 TrainingReport trainVitOnFashionMnist(const TrainingOptions& options, const TrainingListener& listener = {},
                                       Feedback& feedback = noFeedback());

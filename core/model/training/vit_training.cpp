@@ -188,7 +188,8 @@ AccuracyCount evaluateAccuracy(VitModel& model, const FashionMnistSplit& split, 
       count.correct += p[i] == truth;
     }
     count.total += int64_t(indices.size());
-    feedback.setProgress(double(count.total) / double(n), "evaluating");
+    feedback.setProgress(double(count.total) / double(n),
+                         "evaluating image " + std::to_string(count.total) + "/" + std::to_string(n));
   }
   return count;
 }

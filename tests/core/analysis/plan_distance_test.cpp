@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "support/test_util.h"
 
 namespace tl {
@@ -67,6 +69,18 @@ TEST(PlanDistance, ZeroReferenceAndShapeMismatch) {
   EXPECT_TRUE(std::isinf(relativeFrobenius(MatD::Ones(2, 3), Z)));
   EXPECT_TRUE(test::throwsWith<InvalidArgument>([] { (void)maxAbsDifference(MatD::Zero(2, 2), MatD::Zero(2, 3)); },
                                                 {"2x2", "2x3"}));
+}
+
+TEST(PlanDistance, RmsDifferenceIsTheRootMeanSquareOfTheEntrywiseDifference) {
+  MatD a(2, 2), b(2, 2);
+  a << 1, 2, 3, 4;
+  b << 1, 0, 3, 8;  // differences 0, 2, 0, −4: mean square 20/4
+  EXPECT_TRUE(near(rmsDifference(a, b), std::sqrt(5.0), 1e-15));
+  EXPECT_EQ(rmsDifference(a, b), rmsDifference(b, a));
+  EXPECT_EQ(rmsDifference(a, a), 0.0);
+  EXPECT_EQ(rmsDifference(MatD(0, 3), MatD(0, 3)), 0.0);
+  EXPECT_TRUE(test::throwsWith<InvalidArgument>([] { (void)rmsDifference(MatD::Zero(2, 2), MatD::Zero(3, 2)); },
+                                                {"2x2", "3x2"}));
 }
 
 TEST(PlanDistance, OutputDifferenceIsZeroForIdenticalPlansAndScaleFree) {
