@@ -342,6 +342,68 @@ inline std::vector<double> widen(const std::vector<float>& v) { return std::vect
   return ::testing::AssertionSuccess();
 }
 
+// The plan and output computed from given duals (planFromDualsCuda) against the CPU's DenseScores::plan of the
+// same float duals, in float64 and in float32, with withinF32Error's tolerance: the float32 evaluation's own
+// error on the same plan sets it, as for every field of matchesCpu. Both references get exactly what the device
+// gets: ut = u/eps from the float u (in float for the float32 run, exact for the float64 one). Why not a fixed
+// tolerance: A = scale·exp((x + ut) + vt) carries the float32 rounding of its exponent argument, a few ulps of
+// |x| + |ut| + |vt| (about 50 at eps = 0.1, so ~1e-5 relative), which a hand-picked absolute 1e-5 did not allow
+// for (the first GPU run missed it by 4 % on an entry of 0.914).
+[[nodiscard]] inline ::testing::AssertionResult planFromDualsMatchesCpu(const CaseData& data, const std::vector<float>& u,
+                                                                        const std::vector<float>& v, double eps,
+                                                                        const CudaAttentionResult& got,
+                                                                        const std::string& caseName) {
+  const CaseSpec& c = data.spec;
+  Field plan("plan", Scale::Entries), out("output", Scale::Entries);
+  for (int h = 0; h < c.batch; ++h) {
+    VecD ut64(c.nq), vt64(c.nk);
+    Vec<float> ut32(c.nq), vt32(c.nk);
+    for (int i = 0; i < c.nq; ++i) {
+      const float ui = u[size_t(h) * c.nq + i];
+      ut64(i) = double(ui) / eps;
+      ut32(i) = ui / float(eps);
+    }
+    for (int j = 0; j < c.nk; ++j) {
+      const float vj = v[size_t(h) * c.nk + j];
+      vt64(j) = double(vj) / eps;
+      vt32(j) = vj / float(eps);
+    }
+    const DenseScores<double> x64(headMatrix<double>(data.q, h, c.nq, c.d), headMatrix<double>(data.k, h, c.nk, c.d), eps);
+    const DenseScores<float> x32(headMatrix<float>(data.q, h, c.nq, c.d), headMatrix<float>(data.k, h, c.nk, c.d),
+                                 float(eps));
+    const MatD p64 = x64.plan(ut64, vt64, data.scale);
+    const Mat<float> p32 = x32.plan(ut32, vt32, float(data.scale));
+    appendMat(plan.ref64, p64);
+    appendMat(plan.ref32, p32);
+    if (c.dv) {
+      appendMat(out.ref64, MatD(p64 * headMatrix<double>(data.v, h, c.nk, c.dv)));
+      appendMat(out.ref32, Mat<float>(p32 * headMatrix<float>(data.v, h, c.nk, c.dv)));
+    }
+  }
+  std::vector<Field> fields;
+  plan.device = widen(got.plan);
+  fields.push_back(plan);
+  if (c.dv) {
+    out.device = widen(got.output);
+    fields.push_back(out);
+  }
+  bool ok = true;
+  std::ostringstream failures, line;
+  line << "TLCUDA case=" << caseName;
+  for (const Field& f : fields) {
+    double ratio = 0;
+    const ::testing::AssertionResult one = withinF32Error(f, ratio);
+    line << " " << f.name << "=" << std::setprecision(3) << ratio << (one ? "" : "(FAIL)");
+    if (!one) {
+      ok = false;
+      failures << "\n  " << one.message();
+    }
+  }
+  std::printf("%s\n", line.str().c_str());
+  if (!ok) return ::testing::AssertionFailure() << caseName << ":" << failures.str();
+  return ::testing::AssertionSuccess();
+}
+
 // Prints the worst ratio per field when the test binary ends (the numbers to tune kRatio from).
 class RatioSummary : public ::testing::Environment {
  public:
