@@ -75,6 +75,7 @@ BenchTiming timeRuns(const BenchShape& shape, const DenseRunSpec& spec, int warm
   p.scale = float(shape.n);
   CudaOptions options;
   options.errors = shape.errors;
+  options.tf32 = shape.tf32;
   validateProblem(p, options, spec.family);
 
   CudaDevice dev(device, false);
