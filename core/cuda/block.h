@@ -55,14 +55,20 @@ TL_HOST_DEVICE TL_FORCE_INLINE void store2(float* p, float x, float y) {
 
 // A 16-byte copy from global to shared memory that completes asynchronously on the device (cp.async, sm_80+):
 // the copying thread calls waitAsyncCopies() before the block.sync() that publishes the data to the others.
+// KeepInL1: data the block reads again (a tile's row operand, the same for every key tile) is cached in L1
+// (.ca); streamed data (key tiles, values) goes through L2 only (.cg) and leaves L1 to the former.
 // The CPU version copies at once, with load4/store4's alignment checks.
+template <bool KeepInL1>
 TL_HOST_DEVICE TL_FORCE_INLINE void copyAsync16(float* sharedDst, const float* globalSrc) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ < 800
 #error "copyAsync16 (cp.async) needs sm_80 or newer"
 #endif
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(sharedDst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(globalSrc) : "memory");
+  if (KeepInL1)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(globalSrc) : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(globalSrc) : "memory");
 #else
   float v[4];
   load4(globalSrc, v);

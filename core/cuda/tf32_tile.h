@@ -225,11 +225,11 @@ struct Tf32ScoreTile {
     constexpr int kVecA = BK * BM / 4, kVecB = BK * BN / 4;
     for (int v = tid; v < kVecA; v += kThreads) {
       const int k = v / (BM / 4), r = (v % (BM / 4)) * 4;
-      copyAsync16(&st.a[k][r], aT + (k0 + k) * ldA + row0 + r);
+      copyAsync16<true>(&st.a[k][r], aT + (k0 + k) * ldA + row0 + r);  // the same rows for every key tile
     }
     for (int v = tid; v < kVecB; v += kThreads) {
       const int k = v / (BN / 4), c = (v % (BN / 4)) * 4;
-      copyAsync16(&st.b[k][c], bT + (k0 + k) * ldB + col0 + c);
+      copyAsync16<false>(&st.b[k][c], bT + (k0 + k) * ldB + col0 + c);
     }
   }
 
@@ -318,7 +318,7 @@ struct Tf32ValueProduct {
   TL_HOST_DEVICE static void loadValues(int tid, Smem& sm, const float* v, long long col0, int dvPad, int c0) {
     for (int idx = tid; idx < BN * DVC / 4; idx += Tile::kThreads) {
       const int j = idx / (DVC / 4), c = (idx % (DVC / 4)) * 4;
-      copyAsync16(&sm.v[j][c], v + (col0 + j) * dvPad + c0 + c);
+      copyAsync16<false>(&sm.v[j][c], v + (col0 + j) * dvPad + c0 + c);
     }
   }
   TL_HOST_DEVICE static void waitLoads() { waitAsyncCopies(); }
