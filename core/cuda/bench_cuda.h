@@ -24,7 +24,7 @@ struct BenchShape {
 
 struct BenchTiming {
   double medianMs = 0, minMs = 0;
-  int repeats = 0;
+  int repeats = 0;  // timed runs: as requested, but no more than fit in about 8 s after the warm-up's time
 };
 
 // Throw CudaError when there is no device (callers check deviceInfo first).
