@@ -1,7 +1,8 @@
 #pragma once
 // Plain C++ face of the CUDA backend's dense attention operators, shared by every family (softmax_cuda.h,
 // sinkhorn_cuda.h): std types and raw host pointers only, no CUDA, Eigen or Qt. The device computes in
-// float32; inputs may be f32, f16 or bf16.
+// float32 (optionally with TF32 tensor cores for the score and P·V products, CudaOptions::tf32); inputs may be
+// f32, f16 or bf16.
 //
 // Conventions (docs of core/ops/sinkhorn.h and spec/README.md): scores S = QKᵀ/√d, X = S/eps; transport plan
 // P_ij = exp(X_ij + ut_i + vt_j) with potentials in eps units, attention plan A = scale · P (the project uses
@@ -42,6 +43,12 @@ struct CudaOptions {
   bool errors = true;     // marginal errors after every step (one extra half-step, as the CPU reference)
   // Polled between half-steps; returning true stops the run: device memory is freed and tl::Canceled thrown.
   std::function<bool()> canceled;
+  // TF32 tensor cores for the tile products QKᵀ (every kernel) and P·V (the output): q, k, v and the plan tile
+  // are rounded to TF32 (relative 2^-11 each) and multiplied with float32 accumulation; everything else stays
+  // float32. Several times faster on sm_80+; a score x = q·k/(√d·eps) then carries an error up to about
+  // 2^-10 · Σ_k|q_k k_k| / (√d·eps) (|x|·2^-10 when the terms share a sign), which a T-step loop can
+  // accumulate to 2T times that in the plan's exponent: fine at eps = 1, coarse for small eps or large |S|.
+  bool tf32 = false;
   int device = 0;
   bool syncEachKernel = false;  // wait for every kernel (pinpoints a failing kernel); also TL_CUDA_SYNC=1
 };

@@ -15,6 +15,7 @@ extern template class DenseRun<CudaDevice>;  // compiled in dense_run.cu
 namespace {
 
 constexpr int kExpChains = 8;
+constexpr double kRepeatBudgetMs = 8000;
 
 // Independent chains x ← exp(−x) (bounded in (0, 1]) so the exp unit, not latency, limits the rate.
 template <bool Fast>
@@ -75,14 +76,22 @@ BenchTiming timeRuns(const BenchShape& shape, const DenseRunSpec& spec, int warm
   p.scale = float(shape.n);
   CudaOptions options;
   options.errors = shape.errors;
+  options.tf32 = shape.tf32;
   validateProblem(p, options, spec.family);
 
   CudaDevice dev(device, false);
   DenseRun<CudaDevice> run(dev, p, spec, options);
   run.upload();
-  for (int w = 0; w < warmup; ++w) run.solve();
-  dev.finish();
   EventTimer timer;
+  double warmupMs = 0;
+  for (int w = 0; w < warmup; ++w) {
+    timer.start(dev.stream());
+    run.solve();
+    warmupMs = timer.stopMs(dev.stream());
+  }
+  dev.finish();
+  // Long runs get fewer repeats (their spread is small): at most about kRepeatBudgetMs of timed runs.
+  if (warmupMs > 0) repeats = std::min<long long>(repeats, std::max(1LL, (long long)(kRepeatBudgetMs / warmupMs)));
   std::vector<double> ms;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     timer.start(dev.stream());

@@ -13,16 +13,18 @@ ExpThroughput measureExpThroughput(int device = 0);
 
 // A benchmark problem: B·H heads of n queries and n keys of head dimension d (v: d columns), random inputs,
 // uniform marginals, scale n. Sinkhorn runs the fused output path with budget T and eps; softmax its
-// one-pass output. `errors` adds the marginal errors (one more half-step).
+// one-pass output. `errors` adds the marginal errors (one more half-step); `tf32` runs the TF32 tensor-core
+// kernels (CudaOptions::tf32).
 struct BenchShape {
   int B = 1, H = 32, n = 4096, d = 64, T = 10;
   double eps = 1.0;
   bool errors = false;
+  bool tf32 = false;
 };
 
 struct BenchTiming {
   double medianMs = 0, minMs = 0;
-  int repeats = 0;
+  int repeats = 0;  // timed runs: as requested, but no more than fit in about 8 s after the warm-up's time
 };
 
 // Throw CudaError when there is no device (callers check deviceInfo first).

@@ -42,6 +42,47 @@ TL_HOST_DEVICE TL_FORCE_INLINE void store4(float* p, const float* in) {
 #endif
 }
 
+// 8-byte store of 2 floats (8-byte aligned; checked on the CPU).
+TL_HOST_DEVICE TL_FORCE_INLINE void store2(float* p, float x, float y) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<float2*>(p) = make_float2(x, y);
+#else
+  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0) throw std::logic_error("store2: address not 8-byte aligned");
+  p[0] = x;
+  p[1] = y;
+#endif
+}
+
+// A 16-byte copy from global to shared memory that completes asynchronously on the device (cp.async, sm_80+):
+// the copying thread calls waitAsyncCopies() before the block.sync() that publishes the data to the others.
+// KeepInL1: data the block reads again (a tile's row operand, the same for every key tile) is cached in L1
+// (.ca); streamed data (key tiles, values) goes through L2 only (.cg) and leaves L1 to the former.
+// The CPU version copies at once, with load4/store4's alignment checks.
+template <bool KeepInL1>
+TL_HOST_DEVICE TL_FORCE_INLINE void copyAsync16(float* sharedDst, const float* globalSrc) {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ < 800
+#error "copyAsync16 (cp.async) needs sm_80 or newer"
+#endif
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(sharedDst));
+  if (KeepInL1)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(globalSrc) : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(globalSrc) : "memory");
+#else
+  float v[4];
+  load4(globalSrc, v);
+  store4(sharedDst, v);
+#endif
+}
+
+// Waits for every copyAsync16 this thread issued.
+TL_HOST_DEVICE TL_FORCE_INLINE void waitAsyncCopies() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 TL_HOST_DEVICE TL_FORCE_INLINE float fmaF(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   return __fmaf_rn(a, b, c);

@@ -3,10 +3,13 @@
 //   ConvertTransposeKernel: q or k, [batch][n][d] of any ElementType → k-major [batch][dPad][ld] float32,
 //                           zero-padded (so padded rows and dimensions add exactly 0 to every dot product);
 //   ConvertRowsKernel:      v, [batch][n][cols] → row-major [batch][ldRows][ldCols] float32, zero-padded;
+//   both round their output to TF32 when asked (CudaOptions::tf32: the operands of the tensor-core tiles,
+//   tf32_tile.h), after checking the input values themselves for NaN/Inf;
 //   InitPotentialKernel:    a potential [batch][ld]: 0 on active tokens, −inf on inactive and padded ones.
 // Kernel conventions: block.h.
 #include "cuda/block.h"
 #include "cuda/element_convert.h"
+#include "cuda/tf32_tile.h"
 #include "cuda/tile_index.h"
 
 namespace tl::cuda {
@@ -20,6 +23,7 @@ struct ConvertTransposeKernel {
     long long ld;    // padded length of `out` rows
     float* out;      // [batch][dPad][ld]
     int* nonFinite;  // set to 1 when an input value is NaN or ±inf
+    bool tf32;       // round the output to TF32
   };
   struct Shared {
     float tile[kTile][kTile + 1];  // +1: transposed reads hit distinct banks
@@ -37,7 +41,7 @@ struct ConvertTransposeKernel {
         const int k = k0 + tx;
         const float x = i < p.n && k < p.d ? readElement(p.in, p.type, (b * p.n + i) * p.d + k) : 0.f;
         if (!isFiniteF(x)) *p.nonFinite = 1;
-        sh.tile[ty + pass * (kThreads / kTile)][tx] = x;
+        sh.tile[ty + pass * (kThreads / kTile)][tx] = p.tf32 ? toTf32(x) : x;
       }
     });
     block.sync();
@@ -61,6 +65,7 @@ struct ConvertRowsKernel {
     long long ldRows, ldCols;
     float* out;      // [batch][ldRows][ldCols]
     int* nonFinite;  // set to 1 when an input value is NaN or ±inf
+    bool tf32;       // round the output to TF32
   };
   struct Shared {};
   static Grid grid(const Params& p, int batch) { return {ceilDiv(p.ldRows * p.ldCols, kThreads), 1, batch}; }
@@ -74,7 +79,7 @@ struct ConvertRowsKernel {
       const long long j = idx / p.ldCols, c = idx % p.ldCols;
       const float x = j < p.n && c < p.cols ? readElement(p.in, p.type, (b * p.n + j) * p.cols + c) : 0.f;
       if (!isFiniteF(x)) *p.nonFinite = 1;
-      p.out[b * p.ldRows * p.ldCols + idx] = x;
+      p.out[b * p.ldRows * p.ldCols + idx] = p.tf32 ? toTf32(x) : x;
     });
   }
 };

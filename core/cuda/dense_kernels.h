@@ -10,10 +10,14 @@
 //   DisplayKernel        : block mean and block max of A on a ≤ R×C grid, without storing A.
 // Operands are k-major, zero-padded float32 (convert_kernels.h); potentials are padded with −inf, so masked
 // keys, inactive tokens and padding need no index tests in the streaming loops. Conventions: block.h.
+// The kernels that form scores are templates over the score tile (and the P·V product): the names above are
+// their FP32 instances (FMA tiles, score_tile.h); kernel_sets.h pairs them with the TF32 tensor-core instances
+// (tf32_tile.h), which share everything but the tile products.
 #include "cuda/block.h"
 #include "cuda/half_step.h"
 #include "cuda/online_lse.h"
 #include "cuda/score_tile.h"
+#include "cuda/tf32_tile.h"
 #include "cuda/tile_index.h"
 
 namespace tl::cuda {
@@ -25,8 +29,10 @@ constexpr int kHeadDimPad = 16;
 constexpr int kValueDimPad = 64;
 
 // ---------------------------------------------------------------------------------------------------------
-struct LsePartialKernel {
-  using Tile = ScoreTile<128, 128, 8, 8, kHeadDimPad>;
+template <class Tile_>
+struct LsePartialKernelT {
+  using Tile = Tile_;
+  static_assert(Tile::BM == 128 && Tile::BN == 128, "launch choices (denseLayout) assume 128 × 128 tiles");
   static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
   static constexpr int kMinBlocks = 2;  // ≤ 128 registers: two blocks (16 warps) per multiprocessor
   struct Params {
@@ -62,7 +68,9 @@ struct LsePartialKernel {
     for (long long kt = tiles.first; kt < tiles.last; ++kt) {
       const long long col0 = kt * BN;
       Tile::product(block, sh.operands, p.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, aT, p.ldA, row0, bT, p.ldB, col0, k0); });
+                    [&](int tid, int k0, typename Tile::Stage& st) {
+                      Tile::loadAligned(tid, st, aT, p.ldA, row0, bT, p.ldB, col0, k0);
+                    });
       // Registers and global memory only: the next tile's loads may overwrite the operands meanwhile.
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
@@ -101,6 +109,7 @@ struct LsePartialKernel {
     });
   }
 };
+using LsePartialKernel = LsePartialKernelT<ScoreTile<128, 128, 8, 8, kHeadDimPad>>;
 
 // ---------------------------------------------------------------------------------------------------------
 struct CloseHalfStepKernel {
@@ -193,8 +202,12 @@ struct PlanTileParams {
 
 // O += P·V on one key tile, shared by ApplyKernel and FlashSoftmaxKernel: the BM×BN plan tile and a BN×DVC
 // tile of V in shared memory; each thread owns the score tile's TM rows × TV consecutive output columns.
+// The interface of every value product (tf32_tile.h Tf32ValueProduct is the tensor-core variant): Smem, zero,
+// storePlan (the thread's plan entries), loadValues then waitLoads (before the phase's barrier), accumulate,
+// outCol(tid, c) = tx(tid)·TV + c.
 template <class Tile, int DVC>
 struct ValueProduct {
+  using TileType = Tile;
   static constexpr int BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN, TV = DVC / Tile::kThreadsX;
   static_assert(TV == 4, "one 16-byte vector of output columns per thread");
   struct Smem {
@@ -210,10 +223,13 @@ struct ValueProduct {
       for (int c = 0; c < TV; ++c) o[r][c] = 0.f;
     }
   }
-  // Row r of the thread's plan micro-tile (TN entries).
-  TL_HOST_DEVICE static void storePlanRow(int tid, Smem& sm, int r, const float* entries) {
+  // The thread's plan micro-tile.
+  TL_HOST_DEVICE static void storePlan(int tid, Smem& sm, const float (&entries)[TM][TN]) {
     TL_UNROLL
-    for (int c = 0; c < TN; c += 4) store4(&sm.p[Tile::row(tid, r)][Tile::col(tid, c)], &entries[c]);
+    for (int r = 0; r < TM; ++r) {
+      TL_UNROLL
+      for (int c = 0; c < TN; c += 4) store4(&sm.p[Tile::row(tid, r)][Tile::col(tid, c)], &entries[r][c]);
+    }
   }
   // Rows [col0, col0 + BN), columns [c0, c0 + DVC) of one head's v ([ld][dvPad], zero-padded).
   TL_HOST_DEVICE static void loadValues(int tid, Smem& sm, const float* v, long long col0, int dvPad, int c0) {
@@ -222,6 +238,7 @@ struct ValueProduct {
       load4(v + (col0 + j) * dvPad + c0 + c, &sm.v[j][c]);
     }
   }
+  TL_HOST_DEVICE static void waitLoads() {}  // loadValues is synchronous
   // o[r][c] += Σ_j p[row(r)][j] · v[j][outCol(c)], in increasing j.
   TL_HOST_DEVICE static void accumulate(int tid, const Smem& sm, float (&o)[TM][TV]) {
     for (int j = 0; j < BN; ++j) {
@@ -235,40 +252,51 @@ struct ValueProduct {
       }
     }
   }
-  // out[i][c] = factor(row) · o for the thread's rows i < nq and columns c < dv of one head's out [nq][dv].
-  template <class Factor>
-  TL_HOST_DEVICE static void store(int tid, const float (&o)[TM][TV], float* out, long long row0, int c0, int nq,
-                                   int dv, Factor&& factor) {
-    TL_UNROLL
-    for (int r = 0; r < TM; ++r) {
-      const long long i = row0 + Tile::row(tid, r);
-      const float f = factor(Tile::row(tid, r));
-      TL_UNROLL
-      for (int c = 0; c < TV; ++c) {
-        const int col = c0 + outCol(tid, c);
-        if (i < nq && col < dv) out[i * dv + col] = o[r][c] * f;
-      }
-    }
-  }
 };
 
-struct ApplyKernel {
-  using Tile = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
+// out[i][c] = factor(row) · o for the thread's rows i < nq and columns c < dv of one head's out [nq][dv], for
+// either value product.
+template <class Values, class Factor>
+TL_HOST_DEVICE void storeValueOutput(int tid, const float (&o)[Values::TM][Values::TV], float* out, long long row0,
+                                     int c0, int nq, int dv, Factor&& factor) {
+  using Tile = typename Values::TileType;
+  TL_UNROLL
+  for (int r = 0; r < Values::TM; ++r) {
+    const long long i = row0 + Tile::row(tid, r);
+    const float f = factor(Tile::row(tid, r));
+    TL_UNROLL
+    for (int c = 0; c < Values::TV; ++c) {
+      const int col = c0 + Values::outCol(tid, c);
+      if (i < nq && col < dv) out[i * dv + col] = o[r][c] * f;
+    }
+  }
+}
+
+// The FP32 and TF32 score tiles of the kernels below (64 × 64, 256 threads) and their P·V products.
+using Fp32Tile64 = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
+using Tf32Tile64 = Tf32ScoreTile<64, 64, 2, 4, kHeadDimPad>;
+
+template <class Tile_, class Values_>
+struct ApplyKernelT {
+  using Tile = Tile_;
+  using Values = Values_;
   static constexpr int DVC = kValueDimPad;  // output columns per block
-  using Values = ValueProduct<Tile, DVC>;
   static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
+  static constexpr int kMinBlocks = 2;  // ≤ 128 registers: two blocks (16 warps) per multiprocessor
   struct Params {
     PlanTileParams tile;
     const float* v;  // [batch][ldK][dvPad]
     int dv, dvPad;
     float* out;  // [batch][nq][dv]
   };
-  struct Shared {
+  // The operands and the P·V tiles are never live together: the product ends at a barrier after its last
+  // reads, and the next product starts after the barrier that ends the P·V phase.
+  union Shared {
     typename Tile::Operands operands;
     typename Values::Smem values;
   };
   struct Regs {
-    float acc[TM][TN];
+    float acc[TM][TN];  // scores, then plan entries
     float o[TM][Values::TV];
     float ut[TM];
   };
@@ -294,35 +322,40 @@ struct ApplyKernel {
     for (long long kt = 0; kt < keyTiles; ++kt) {
       const long long col0 = kt * BN;
       Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
+                    [&](int tid, int k0, typename Tile::Stage& st) {
+                      Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
+                    });
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
+        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);  // in flight while the entries are computed
         float colPotential[TN];
         TL_UNROLL
         for (int c = 0; c < TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
         TL_UNROLL
         for (int r = 0; r < TM; ++r) {
-          float entries[TN];
           TL_UNROLL
           for (int c = 0; c < TN; ++c)
-            entries[c] = planEntry(mulRn(reg.acc[r][c], g.scoreScale), reg.ut[r], colPotential[c], g.scale);
-          Values::storePlanRow(tid, sh.values, r, entries);
+            reg.acc[r][c] = planEntry(mulRn(reg.acc[r][c], g.scoreScale), reg.ut[r], colPotential[c], g.scale);
         }
-        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);
+        Values::storePlan(tid, sh.values, reg.acc);
+        Values::waitLoads();
       });
       block.sync();
       block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
       block.sync();
     }
     block.forEach([&](int tid) {
-      Values::store(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv, [](int) { return 1.f; });
+      storeValueOutput<Values>(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
+                               [](int) { return 1.f; });
     });
   }
 };
+using ApplyKernel = ApplyKernelT<Fp32Tile64, ValueProduct<Fp32Tile64, kValueDimPad>>;
 
 // ---------------------------------------------------------------------------------------------------------
-struct PlanKernel {
-  using Tile = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
+template <class Tile_>
+struct PlanKernelT {
+  using Tile = Tile_;
   static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
   struct Params {
     PlanTileParams tile;
@@ -346,7 +379,9 @@ struct PlanKernel {
     const float* kT = g.kT + b * g.dPad * g.ldK;
     typename Block::template Local<Regs> regs(block);
     Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                  [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
+                  [&](int tid, int k0, typename Tile::Stage& st) {
+                    Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
+                  });
     block.forEach([&](int tid) {
       TL_UNROLL
       for (int r = 0; r < TM; ++r) {
@@ -364,14 +399,17 @@ struct PlanKernel {
     });
   }
 };
+using PlanKernel = PlanKernelT<Fp32Tile64>;
 
 // ---------------------------------------------------------------------------------------------------------
 // Display tiles: the plan pooled onto rows' × cols' blocks (tile_index.h blockStart), rows' = min(nq, R),
 // cols' = min(nk, C). One thread block per (block row, group of block columns, head); it streams the plan
 // entries of its block row through registers and adds them to its cells in a fixed order (deterministic).
-struct DisplayKernel {
-  using Tile = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
+template <class Tile_>
+struct DisplayKernelT {
+  using Tile = Tile_;
   static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
+  static constexpr int kMinBlocks = 2;  // ≤ 128 registers: two blocks (16 warps) per multiprocessor
   static constexpr int kMaxCellsPerBlock = 1024;  // block columns one thread block accumulates
   static_assert(BN <= kThreads, "one thread per block column touched by a key tile");
   struct Params {
@@ -418,8 +456,8 @@ struct DisplayKernel {
     for (long long row0 = rowBegin; row0 < rowEnd; row0 += BM) {
       for (long long col0 = keyBegin; col0 < keyEnd; col0 += BN) {
         Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                      [&](int tid, int k0) {
-                        Tile::loadGuarded(tid, sh.operands, qT, g.ldQ, row0, rowEnd, kT, g.ldK, col0, keyEnd, k0);
+                      [&](int tid, int k0, typename Tile::Stage& st) {
+                        Tile::loadGuarded(tid, st, qT, g.ldQ, row0, rowEnd, kT, g.ldK, col0, keyEnd, k0);
                       });
         // Plan entries outside [rowBegin, rowEnd) × [keyBegin, keyEnd) count as 0 (A ≥ 0, so max starts at 0).
         block.forEach([&](int tid) {
@@ -478,5 +516,6 @@ struct DisplayKernel {
     });
   }
 };
+using DisplayKernel = DisplayKernelT<Fp32Tile64>;
 
 }  // namespace tl::cuda

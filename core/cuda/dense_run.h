@@ -20,9 +20,8 @@
 #include "cuda/attention_problem.h"
 #include "cuda/convert_kernels.h"
 #include "cuda/cuda_error.h"
-#include "cuda/dense_kernels.h"
+#include "cuda/kernel_sets.h"
 #include "cuda/launch_config.h"
-#include "cuda/softmax_kernels.h"
 
 namespace tl::cuda {
 
@@ -61,7 +60,7 @@ inline DenseLayout denseLayout(const AttentionProblem& p, const DenseRunSpec& sp
   L.ldK = roundUp(p.nk, kTokenPad);
   L.dPad = roundUp(p.d, kHeadDimPad);
   L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
-  using Lse = LsePartialKernel;
+  using Lse = LsePartialKernel;  // both kernel sets use 128 × 128 LSE tiles (LsePartialKernelT asserts it)
   L.rowSplits = chooseKeySplits(p.batch * ceilDiv(p.nq, Lse::BM), L.ldK / Lse::BN, limits);
   L.colSplits = chooseKeySplits(p.batch * ceilDiv(p.nk, Lse::BM), L.ldQ / Lse::BN, limits);
   L.loop = spec.givenU == nullptr;
@@ -149,31 +148,12 @@ class DenseRun {
   }
 
   // The duals (loop or given) and the requested outputs. Repeatable: every call starts from scratch.
+  // options.tf32 picks the kernels' tile products (kernel_sets.h); the orchestration is the same.
   void solve() {
-    flashOutputDone_ = false;
-    if (!L_.loop) {
-      ut_ = uploadPotential(*spec_.givenU, L_.nq, L_.ldQ);
-      vt_ = uploadPotential(*spec_.givenV, L_.nk, L_.ldK);
-    } else {
-      initPotential(logMu_, L_.nq, L_.ldQ, ut_);
-      initPotential(logNu_, L_.nk, L_.ldK, vt_);
-      for (int t = 1; t <= L_.passes; ++t) {
-        halfStep(t);
-        dev_.afterHalfStep(options_.canceled);
-      }
-    }
-    if (L_.dv && !flashOutputDone_) {
-      ApplyKernel::Params a{planTile(), v_.data(), L_.dv, int(L_.dvPad), output_.data()};
-      dev_.template launch<ApplyKernel>("ApplyKernel", ApplyKernel::grid(a), a);
-    }
-    if (options_.plan) {
-      PlanKernel::Params a{planTile(), plan_.data()};
-      dev_.template launch<PlanKernel>("PlanKernel", PlanKernel::grid(a), a);
-    }
-    if (L_.tileRows) {
-      DisplayKernel::Params a{planTile(), L_.tileRows, L_.tileCols, L_.cellsPerGroup, tileMean_.data(), tileMax_.data()};
-      dev_.template launch<DisplayKernel>("DisplayKernel", DisplayKernel::grid(a), a);
-    }
+    if (options_.tf32)
+      solveWith<Tf32Kernels>();
+    else
+      solveWith<Fp32Kernels>();
   }
 
   // Waits for the device, reports any failure, and downloads what was asked for.
@@ -209,6 +189,35 @@ class DenseRun {
   }
 
  private:
+  template <class K>
+  void solveWith() {
+    flashOutputDone_ = false;
+    if (!L_.loop) {
+      ut_ = uploadPotential(*spec_.givenU, L_.nq, L_.ldQ);
+      vt_ = uploadPotential(*spec_.givenV, L_.nk, L_.ldK);
+    } else {
+      initPotential(logMu_, L_.nq, L_.ldQ, ut_);
+      initPotential(logNu_, L_.nk, L_.ldK, vt_);
+      for (int t = 1; t <= L_.passes; ++t) {
+        halfStep<K>(t);
+        dev_.afterHalfStep(options_.canceled);
+      }
+    }
+    if (L_.dv && !flashOutputDone_) {
+      typename K::Apply::Params a{planTile(), v_.data(), L_.dv, int(L_.dvPad), output_.data()};
+      dev_.template launch<typename K::Apply>(K::kApply, K::Apply::grid(a), a);
+    }
+    if (options_.plan) {
+      typename K::Plan::Params a{planTile(), plan_.data()};
+      dev_.template launch<typename K::Plan>(K::kPlan, K::Plan::grid(a), a);
+    }
+    if (L_.tileRows) {
+      typename K::Display::Params a{planTile(), L_.tileRows, L_.tileCols, L_.cellsPerGroup, tileMean_.data(),
+                                    tileMax_.data()};
+      dev_.template launch<typename K::Display>(K::kDisplay, K::Display::grid(a), a);
+    }
+  }
+
   std::string pathName() const {
     if (options_.plan) return spec_.family + " plan path";
     if (L_.dv) return spec_.family + " fused output path";
@@ -232,7 +241,8 @@ class DenseRun {
     Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
     dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
     Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.dPad * ld), name);
-    ConvertTransposeKernel::Params a{raw.data(), p_.type, n, L_.d, int(L_.dPad), ld, out.data(), nonFinite_.data()};
+    ConvertTransposeKernel::Params a{raw.data(), p_.type, n, L_.d, int(L_.dPad), ld, out.data(), nonFinite_.data(),
+                                     options_.tf32};
     dev_.template launch<ConvertTransposeKernel>("ConvertTransposeKernel", ConvertTransposeKernel::grid(a, L_.batch), a);
     return out;  // `raw` is released after the kernel (stream-ordered on the device)
   }
@@ -242,7 +252,8 @@ class DenseRun {
     Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
     dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
     Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * L_.dvPad), "v");
-    ConvertRowsKernel::Params a{raw.data(), p_.type, L_.nk, L_.dv, L_.ldK, L_.dvPad, out.data(), nonFinite_.data()};
+    ConvertRowsKernel::Params a{raw.data(), p_.type, L_.nk, L_.dv, L_.ldK, L_.dvPad, out.data(),
+                                nonFinite_.data(), options_.tf32};
     dev_.template launch<ConvertRowsKernel>("ConvertRowsKernel", ConvertRowsKernel::grid(a, L_.batch), a);
     return out;
   }
@@ -290,28 +301,30 @@ class DenseRun {
 
   // Half-step t (1-based) of core/ops/sinkhorn_loop.h: odd t normalises rows, even t columns; t = T + 1 only
   // records the last plan's errors on its open side.
+  template <class K>
   void halfStep(int t) {
     const bool rows = t % 2 == 1;
     int splits = rows ? L_.rowSplits : L_.colSplits;
     if (t == 1 && spec_.flashSoftmax && L_.dv) {
-      FlashSoftmaxKernel::Params a{planTile(), logMu_.data(), v_.data(), L_.dv, int(L_.dvPad), output_.data(),
-                                   states_.data()};
-      dev_.template launch<FlashSoftmaxKernel>("FlashSoftmaxKernel", FlashSoftmaxKernel::grid(a), a);
+      typename K::FlashSoftmax::Params a{planTile(), logMu_.data(), v_.data(), L_.dv, int(L_.dvPad), output_.data(),
+                                         states_.data()};
+      dev_.template launch<typename K::FlashSoftmax>(K::kFlashSoftmax, K::FlashSoftmax::grid(a), a);
       splits = 1;
       flashOutputDone_ = true;
     } else {
-      LsePartialKernel::Params a{rows ? qT_.data() : kT_.data(),
-                                 rows ? kT_.data() : qT_.data(),
-                                 rows ? vt_.data() : ut_.data(),
-                                 states_.data(),
-                                 L_.batch,
-                                 int(L_.dPad),
-                                 rows ? L_.ldQ : L_.ldK,
-                                 rows ? L_.ldK : L_.ldQ,
-                                 scoreScale_,
-                                 int((rows ? L_.ldK : L_.ldQ) / LsePartialKernel::BN),
-                                 splits};
-      dev_.template launch<LsePartialKernel>("LsePartialKernel", LsePartialKernel::grid(a, rows ? L_.nq : L_.nk), a);
+      using Lse = typename K::Lse;
+      typename Lse::Params a{rows ? qT_.data() : kT_.data(),
+                             rows ? kT_.data() : qT_.data(),
+                             rows ? vt_.data() : ut_.data(),
+                             states_.data(),
+                             L_.batch,
+                             int(L_.dPad),
+                             rows ? L_.ldQ : L_.ldK,
+                             rows ? L_.ldK : L_.ldQ,
+                             scoreScale_,
+                             int((rows ? L_.ldK : L_.ldQ) / Lse::BN),
+                             splits};
+      dev_.template launch<Lse>(K::kLse, Lse::grid(a, rows ? L_.nq : L_.nk), a);
     }
     const bool errors = errors_.size() > 0;
     Buffer<float>& history = rows ? uHistory_ : vHistory_;

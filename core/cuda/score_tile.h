@@ -4,6 +4,12 @@
 // whose rows/columns follow microIndex (tile_index.h). The operands stream through shared memory in chunks
 // of BK along d; the dot products accumulate with one fused multiply-add per k, in increasing k, so q_i·k_j
 // is bit-identical whichever operand plays rows (row and column half-steps see the same scores).
+//
+// The interface every score tile offers the kernels (tf32_tile.h Tf32ScoreTile is the tensor-core variant):
+// BM, BN, TM, TN, kThreads, kThreadsX, kThreadsY; row(tid, r) / col(tid, c), the tile row (column) of register
+// slot r (c), depending on tid only through ty(tid) (tx(tid)), every (row, column) owned by exactly one
+// (thread, r, c), columns c … c + 3 consecutive and 16-byte aligned for c % 4 = 0; Stage (one chunk of both
+// operands) and Operands (kStages of them); loadAligned / loadGuarded into a Stage; product; accumulate.
 #include "cuda/block.h"
 #include "cuda/tile_index.h"
 
@@ -20,9 +26,13 @@ struct ScoreTile {
   static_assert(BM % 4 == 0 && BN % 4 == 0, "tiles are loaded as 16-byte vectors");
 
   // Chunk [k0, k0 + BK) of both operand tiles, k-major like the operands.
-  struct Operands {
+  struct Stage {
     alignas(16) float a[BK][BM];
     alignas(16) float b[BK][BN];
+  };
+  static constexpr int kStages = 1;
+  struct Operands {
+    Stage stage[kStages];
   };
 
   TL_HOST_DEVICE static constexpr int tx(int tid) { return tid % kThreadsX; }
@@ -41,7 +51,7 @@ struct ScoreTile {
 
   // Loads chunk k0 with 16-byte loads: a[k][r] = aT[(k0 + k)·ldA + row0 + r]. Requires row0 and ldA to be
   // multiples of 4, row0 + BM ≤ ldA, col0 + BN ≤ ldB and k0 + BK ≤ dPad (padded buffers guarantee it).
-  TL_HOST_DEVICE static void loadAligned(int tid, Operands& sm, const float* aT, long long ldA, long long row0,
+  TL_HOST_DEVICE static void loadAligned(int tid, Stage& sm, const float* aT, long long ldA, long long row0,
                                          const float* bT, long long ldB, long long col0, int k0) {
     constexpr int kVecA = BK * BM / 4, kVecB = BK * BN / 4;
     for (int v = tid; v < kVecA; v += kThreads) {
@@ -55,7 +65,7 @@ struct ScoreTile {
   }
 
   // The same for any row0/col0: element loads, and rows (columns) at or beyond limitA (limitB) read as 0.
-  TL_HOST_DEVICE static void loadGuarded(int tid, Operands& sm, const float* aT, long long ldA, long long row0,
+  TL_HOST_DEVICE static void loadGuarded(int tid, Stage& sm, const float* aT, long long ldA, long long row0,
                                          long long limitA, const float* bT, long long ldB, long long col0,
                                          long long limitB, int k0) {
     for (int v = tid; v < BK * BM; v += kThreads) {
@@ -69,21 +79,22 @@ struct ScoreTile {
   }
 
   // The whole head dimension for one tile: zero the accumulators, then chunk by chunk a load phase
-  // (`load(tid, k0)` fills `sm`, e.g. with loadAligned) and an accumulate phase, each ending at a barrier.
-  // `acc(tid)` is thread tid's accumulator array.
+  // (`load(tid, k0, stage)` fills the Stage `stage`, e.g. with loadAligned) and an accumulate phase, each
+  // ending at a barrier. `acc(tid)` is thread tid's accumulator array. The product starts with writes to the
+  // operands and ends at a barrier after its last reads.
   template <class Block, class Acc, class Load>
   TL_HOST_DEVICE static void product(Block& block, Operands& sm, int dPad, Acc&& acc, Load&& load) {
     block.forEach([&](int tid) { zero(acc(tid)); });
     for (int k0 = 0; k0 < dPad; k0 += BK) {
-      block.forEach([&](int tid) { load(tid, k0); });
+      block.forEach([&](int tid) { load(tid, k0, sm.stage[0]); });
       block.sync();
-      block.forEach([&](int tid) { accumulate(tid, sm, acc(tid)); });
+      block.forEach([&](int tid) { accumulate(tid, sm.stage[0], acc(tid)); });
       block.sync();
     }
   }
 
   // acc[r][c] += Σ_k a[k][row(r)] · b[k][col(c)] over the chunk, one FMA per k in increasing k.
-  TL_HOST_DEVICE static void accumulate(int tid, const Operands& sm, float (&acc)[TM][TN]) {
+  TL_HOST_DEVICE static void accumulate(int tid, const Stage& sm, float (&acc)[TM][TN]) {
     TL_UNROLL
     for (int k = 0; k < BK; ++k) {
       float a[TM], b[TN];

@@ -1,5 +1,6 @@
 #pragma once
-// Softmax attention in one pass (FlashAttention-2's forward, float32 on CUDA cores): for a tile of query
+// Softmax attention in one pass (FlashAttention-2's forward; float32 FMAs, or TF32 tensor cores for the two
+// tile products in FlashSoftmaxKernelT's TF32 instance, kernel_sets.h): for a tile of query
 // rows it streams the keys once, keeps the running row max m_i and sum l_i = Σ_j exp(x_ij + vt_j − m_i), and
 // accumulates Σ_j exp(x_ij + vt_j − m_i)·v_j, rescaled whenever m_i grows; S is never stored. It writes
 //   O_i = scale·μ_i · (Σ_j exp(x_ij + vt_j − m_i) v_j) / l_i   (= Σ_j A_ij v_j of the T = 1 Sinkhorn plan),
@@ -10,12 +11,14 @@
 
 namespace tl::cuda {
 
-struct FlashSoftmaxKernel {
-  using Tile = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
+template <class Tile_, class Values_>
+struct FlashSoftmaxKernelT {
+  using Tile = Tile_;
+  using Values = Values_;
   static constexpr int DVC = kValueDimPad;
-  using Values = ValueProduct<Tile, DVC>;
   static constexpr int kThreads = Tile::kThreads, BM = Tile::BM, BN = Tile::BN, TM = Tile::TM, TN = Tile::TN;
   static constexpr int TV = Values::TV;
+  static constexpr int kMinBlocks = 2;  // ≤ 128 registers: two blocks (16 warps) per multiprocessor
   struct Params {
     PlanTileParams tile;       // ut unused: it is what this kernel computes
     const float* logMu;        // [nq]
@@ -25,8 +28,12 @@ struct FlashSoftmaxKernel {
     float* states;             // [1][batch][ldQ][2] row (m, l), written by the blocks of output chunk 0
   };
   struct Shared {
-    typename Tile::Operands operands;
-    typename Values::Smem values;
+    // Never live together: the product ends at a barrier after its last reads, the next one starts after the
+    // barrier that ends the P·V phase.
+    union {
+      typename Tile::Operands operands;
+      typename Values::Smem values;
+    };
     float partMax[BM][Tile::kThreadsX];  // per-thread row maxima of the current tile; later row sums
     float rowMax[BM];                    // running max m_i (−inf until a finite score is seen)
     float alpha[BM];                     // exp(m_old − m_new): rescales what was accumulated
@@ -59,7 +66,9 @@ struct FlashSoftmaxKernel {
     for (long long kt = 0; kt < keyTiles; ++kt) {
       const long long col0 = kt * BN;
       Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].x; },
-                    [&](int tid, int k0) { Tile::loadAligned(tid, sh.operands, qT, g.ldQ, row0, kT, g.ldK, col0, k0); });
+                    [&](int tid, int k0, typename Tile::Stage& st) {
+                      Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
+                    });
       // Scores x = q·k/√d + vt (−inf on inactive and padded keys) and this thread's row maxima.
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
@@ -90,6 +99,7 @@ struct FlashSoftmaxKernel {
       block.sync();
       block.forEach([&](int tid) {
         Regs& reg = regs[tid];
+        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);  // in flight while the exponentials are computed
         TL_UNROLL
         for (int r = 0; r < TM; ++r) {
           const int row = Tile::row(tid, r);
@@ -103,9 +113,9 @@ struct FlashSoftmaxKernel {
           reg.l[r] = reg.l[r] * alpha + sum;
           TL_UNROLL
           for (int c = 0; c < TV; ++c) reg.o[r][c] *= alpha;
-          Values::storePlanRow(tid, sh.values, r, reg.x[r]);
         }
-        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);
+        Values::storePlan(tid, sh.values, reg.x);
+        Values::waitLoads();
       });
       block.sync();
       block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
@@ -132,10 +142,11 @@ struct FlashSoftmaxKernel {
     });
     block.sync();
     block.forEach([&](int tid) {
-      Values::store(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
-                    [&](int row) { return sh.factor[row]; });
+      storeValueOutput<Values>(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
+                               [&](int row) { return sh.factor[row]; });
     });
   }
 };
+using FlashSoftmaxKernel = FlashSoftmaxKernelT<Fp32Tile64, ValueProduct<Fp32Tile64, kValueDimPad>>;
 
 }  // namespace tl::cuda

@@ -26,6 +26,7 @@
 
 #include "common/feedback.h"
 #include "cuda/attention_problem.h"
+#include "cuda/tf32_tile.h"
 #include "cuda/tile_index.h"
 #include "io/checkpoint/half_float.h"
 #include "ops/plan_result.h"
@@ -186,18 +187,26 @@ struct Field {
   std::string name;
   Scale scale;
   std::vector<double> device, ref64, ref32;
+  double extra = 0;  // added to the tolerance: the TF32 checks' error bounds (0 for float32 runs)
 };
 
-// Worst ratio err_device / tolerance-unit per field over the whole run, printed at the end.
-inline std::map<std::string, double>& worstRatios() {
-  static std::map<std::string, double> worst;
+// Worst ratio per summary name over the whole run, and the limit it was checked against, printed at the end.
+struct WorstRatio {
+  double ratio = 0, limit = kRatio;
+};
+inline std::map<std::string, WorstRatio>& worstRatios() {
+  static std::map<std::string, WorstRatio> worst;
   return worst;
 }
 
-// Device values against the float64 reference, the tolerance scaled by the float32 reference's own error.
-// −inf must match exactly (inactive tokens); NaN or an infinity where the reference is finite fails.
-// `ratio` receives err_device / max(err_f32, floor) (≤ about kRatio when the check passes).
-[[nodiscard]] inline ::testing::AssertionResult withinF32Error(const Field& f, double& ratio) {
+// Device values against the float64 reference with the tolerance
+//   limit · err_f32 + floor + f.extra,   floor = kFloorUlps · FLT_EPSILON · magnitude,
+// err_f32 the float32 reference's own error. −inf must match exactly (inactive tokens); NaN or an infinity
+// where the reference is finite fails. `ratio` receives err_device / max(err_f32 + extra/limit, floor) when
+// `ofTolerance` is false (≤ about `limit` when the check passes; float32 runs have extra = 0) and
+// err_device / tolerance when it is true (≤ 1 passes). The worst ratio is kept under `summary`.
+[[nodiscard]] inline ::testing::AssertionResult checkField(const Field& f, double limit, bool ofTolerance,
+                                                           const std::string& summary, double& ratio) {
   ratio = 0;
   if (f.device.size() != f.ref64.size() || f.ref32.size() != f.ref64.size())
     return ::testing::AssertionFailure() << f.name << ": " << f.device.size() << " device values, " << f.ref64.size()
@@ -221,14 +230,43 @@ inline std::map<std::string, double>& worstRatios() {
     }
   }
   const double floor = kFloorUlps * FLT_EPSILON * magnitude + 1e-30;
-  const double tol = kRatio * errF32 + floor;
-  ratio = errDevice / std::max(errF32, floor);
-  double& worst = worstRatios()[f.name];
-  worst = std::max(worst, ratio);
+  const double tol = limit * errF32 + floor + f.extra;
+  ratio = ofTolerance ? errDevice / tol : errDevice / std::max(errF32 + f.extra / limit, floor);
+  WorstRatio& worst = worstRatios()[summary];
+  worst.ratio = std::max(worst.ratio, ratio);
+  worst.limit = ofTolerance ? 1.0 : limit;
   if (errDevice > tol)
-    return ::testing::AssertionFailure() << f.name << ": max |device − f64| = " << errDevice << " at " << worstAt
+    return ::testing::AssertionFailure() << summary << ": max |device − f64| = " << errDevice << " at " << worstAt
                                          << " (device " << f.device[worstAt] << ", f64 " << f.ref64[worstAt]
-                                         << ") > tol " << tol << " (f32 error " << errF32 << ", floor " << floor << ")";
+                                         << ") > tol " << tol << " (f32 error " << errF32 << ", floor " << floor
+                                         << ", bound " << f.extra << ")";
+  return ::testing::AssertionSuccess();
+}
+
+// The float32 runs' check: limit kRatio, nothing added.
+[[nodiscard]] inline ::testing::AssertionResult withinF32Error(const Field& f, double& ratio) {
+  return checkField(f, kRatio, false, f.name, ratio);
+}
+
+// Checks every field and prints one line "TLCUDA case=<name> <prefix><field>=<ratio> ...".
+[[nodiscard]] inline ::testing::AssertionResult checkFields(const std::vector<Field>& fields, const std::string& caseName,
+                                                            double limit, bool ofTolerance, const std::string& prefix,
+                                                            const std::string& lineStart = "") {
+  bool ok = true;
+  std::ostringstream failures, line;
+  line << "TLCUDA case=" << caseName << lineStart;
+  for (const Field& f : fields) {
+    double ratio = 0;
+    const ::testing::AssertionResult one = checkField(f, limit, ofTolerance, prefix + f.name, ratio);
+    line << " " << prefix << f.name << "=" << std::setprecision(3) << ratio;
+    if (!one) {
+      ok = false;
+      line << "(FAIL)";
+      failures << "\n  " << one.message();
+    }
+  }
+  std::printf("%s\n", line.str().c_str());
+  if (!ok) return ::testing::AssertionFailure() << caseName << ":" << failures.str();
   return ::testing::AssertionSuccess();
 }
 
@@ -243,22 +281,32 @@ void appendMat(std::vector<double>& out, const Mat<T>& m) {
 }
 inline std::vector<double> widen(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
-// Everything the device returned for `data` against the CPU loop (float64 and float32), head by head:
-// u, v, their histories, the error history, O, the plan and the display tiles, as far as they were asked for.
-// `budget`/`eps`: the run's (softmax: 1, 1).
-[[nodiscard]] inline ::testing::AssertionResult matchesCpu(const CaseData& data, const CudaAttentionResult& got,
-                                                           const CudaOptions& asked, int budget, double eps,
-                                                           const std::string& caseName) {
-  const CaseSpec& c = data.spec;
-  std::vector<Field> fields = {Field("u"), Field("v")};
+// The fields of a run (everything the device returned, as far as it was asked for: u, v, their histories,
+// the error history, O, the plan, the display tiles) beside the CPU loop (float64 and float32) on `ref`, head by
+// head, with two magnitudes the TF32 bounds need. `ref` is the case's data (or, for TF32 runs, its inputs
+// rounded to TF32); `budget`/`eps`: the run's (softmax: 1, 1).
+struct CaseFields {
+  std::vector<Field> fields;
+  double outputWeight = 0;  // max over rows i and output columns c of Σ_j A_ij·|V_jc| (float64 plan)
+  double maxTarget = 0;     // largest attention-scale marginal target
+};
+
+inline CaseFields caseFields(const CaseData& ref, const CudaAttentionResult& got, const CudaOptions& asked, int budget,
+                             double eps) {
+  const CaseSpec& c = ref.spec;
+  CaseFields out;
+  std::vector<Field>& fields = out.fields;
+  fields = {Field("u"), Field("v")};
   Field uHist("uHistory"), vHist("vHistory");
-  Field out("output", Scale::Entries), plan("plan", Scale::Entries);
+  Field output("output", Scale::Entries), plan("plan", Scale::Entries);
   Field tMean("tileMean", Scale::Entries), tMax("tileMax", Scale::Entries);
   Field err[4] = {Field("rowMaxErr", Scale::Errors), Field("rowMeanErr", Scale::Errors),
                   Field("colMaxErr", Scale::Errors), Field("colMeanErr", Scale::Errors)};
+  for (double lm : ref.logMu) out.maxTarget = std::max(out.maxTarget, ref.scale * std::exp(lm));
+  for (double ln : ref.logNu) out.maxTarget = std::max(out.maxTarget, ref.scale * std::exp(ln));
   for (int h = 0; h < c.batch; ++h) {
-    const PlanResult<double> r64 = referenceHead<double>(data, h, budget, eps);
-    const PlanResult<float> r32 = referenceHead<float>(data, h, budget, eps);
+    const PlanResult<double> r64 = referenceHead<double>(ref, h, budget, eps);
+    const PlanResult<float> r32 = referenceHead<float>(ref, h, budget, eps);
     appendVec(fields[0].ref64, r64.u);
     appendVec(fields[0].ref32, r32.u);
     appendVec(fields[1].ref64, r64.v);
@@ -279,8 +327,10 @@ inline std::vector<double> widen(const std::vector<float>& v) { return std::vect
         err[3].ref64.push_back(e64.colMean), err[3].ref32.push_back(e32.colMean);
       }
     if (c.dv) {
-      appendMat(out.ref64, *r64.output);
-      appendMat(out.ref32, *r32.output);
+      appendMat(output.ref64, *r64.output);
+      appendMat(output.ref32, *r32.output);
+      const MatD weight = r64.plan.dense() * headMatrix<double>(ref.v, h, c.nk, c.dv).cwiseAbs();
+      out.outputWeight = std::max(out.outputWeight, weight.maxCoeff());
     }
     if (asked.plan) {
       appendMat(plan.ref64, r64.plan.dense());
@@ -288,8 +338,8 @@ inline std::vector<double> widen(const std::vector<float>& v) { return std::vect
     }
     if (asked.tileRows) {
       const int rows = int(displayBlocks(c.nq, asked.tileRows)), cols = int(displayBlocks(c.nk, asked.tileCols));
-      poolPlan(r64.plan, rows, cols, tMean.ref64, tMax.ref64);
-      poolPlan(r32.plan.cast<double>(), rows, cols, tMean.ref32, tMax.ref32);
+      poolPlan(r64.plan.dense(), rows, cols, tMean.ref64, tMax.ref64);
+      poolPlan(r32.plan.dense().cast<double>(), rows, cols, tMean.ref32, tMax.ref32);
     }
   }
   fields[0].device = widen(got.u);
@@ -310,8 +360,8 @@ inline std::vector<double> widen(const std::vector<float>& v) { return std::vect
     for (const Field& f : err) fields.push_back(f);
   }
   if (c.dv) {
-    out.device = widen(got.output);
-    fields.push_back(out);
+    output.device = widen(got.output);
+    fields.push_back(output);
   }
   if (asked.plan) {
     plan.device = widen(got.plan);
@@ -323,31 +373,157 @@ inline std::vector<double> widen(const std::vector<float>& v) { return std::vect
     fields.push_back(tMean);
     fields.push_back(tMax);
   }
-  // One line per case: every field's ratio err_device / max(err_f32, floor).
-  bool ok = true;
-  std::ostringstream failures, line;
-  line << "TLCUDA case=" << caseName;
-  for (const Field& f : fields) {
-    double ratio = 0;
-    const ::testing::AssertionResult one = withinF32Error(f, ratio);
-    line << " " << f.name << "=" << std::setprecision(3) << ratio;
-    if (!one) {
-      ok = false;
-      line << "(FAIL)";
-      failures << "\n  " << one.message();
+  return out;
+}
+
+// A float32 run against the CPU loop: every field within kRatio times the float32 reference's own error.
+[[nodiscard]] inline ::testing::AssertionResult matchesCpu(const CaseData& data, const CudaAttentionResult& got,
+                                                           const CudaOptions& asked, int budget, double eps,
+                                                           const std::string& caseName) {
+  return checkFields(caseFields(data, got, asked, budget, eps).fields, caseName, kRatio, false, "");
+}
+
+// The plan and output computed from given duals (planFromDualsCuda) against the CPU's DenseScores::plan of the
+// same float duals, in float64 and in float32, with withinF32Error's tolerance: the float32 evaluation's own
+// error on the same plan sets it, as for every field of matchesCpu. Both references get exactly what the device
+// gets: ut = u/eps from the float u (in float for the float32 run, exact for the float64 one). Why not a fixed
+// tolerance: A = scale·exp((x + ut) + vt) carries the float32 rounding of its exponent argument, a few ulps of
+// |x| + |ut| + |vt| (about 50 at eps = 0.1, so ~1e-5 relative), which a hand-picked absolute 1e-5 did not allow
+// for (the first GPU run missed it by 4 % on an entry of 0.914).
+[[nodiscard]] inline ::testing::AssertionResult planFromDualsMatchesCpu(const CaseData& data, const std::vector<float>& u,
+                                                                        const std::vector<float>& v, double eps,
+                                                                        const CudaAttentionResult& got,
+                                                                        const std::string& caseName) {
+  const CaseSpec& c = data.spec;
+  Field plan("plan", Scale::Entries), out("output", Scale::Entries);
+  for (int h = 0; h < c.batch; ++h) {
+    VecD ut64(c.nq), vt64(c.nk);
+    Vec<float> ut32(c.nq), vt32(c.nk);
+    for (int i = 0; i < c.nq; ++i) {
+      const float ui = u[size_t(h) * c.nq + i];
+      ut64(i) = double(ui) / eps;
+      ut32(i) = ui / float(eps);
+    }
+    for (int j = 0; j < c.nk; ++j) {
+      const float vj = v[size_t(h) * c.nk + j];
+      vt64(j) = double(vj) / eps;
+      vt32(j) = vj / float(eps);
+    }
+    const DenseScores<double> x64(headMatrix<double>(data.q, h, c.nq, c.d), headMatrix<double>(data.k, h, c.nk, c.d), eps);
+    const DenseScores<float> x32(headMatrix<float>(data.q, h, c.nq, c.d), headMatrix<float>(data.k, h, c.nk, c.d),
+                                 float(eps));
+    const MatD p64 = x64.plan(ut64, vt64, data.scale);
+    const Mat<float> p32 = x32.plan(ut32, vt32, float(data.scale));
+    appendMat(plan.ref64, p64);
+    appendMat(plan.ref32, p32);
+    if (c.dv) {
+      appendMat(out.ref64, MatD(p64 * headMatrix<double>(data.v, h, c.nk, c.dv)));
+      appendMat(out.ref32, Mat<float>(p32 * headMatrix<float>(data.v, h, c.nk, c.dv)));
     }
   }
-  std::printf("%s\n", line.str().c_str());
-  if (!ok) return ::testing::AssertionFailure() << caseName << ":" << failures.str();
-  return ::testing::AssertionSuccess();
+  std::vector<Field> fields;
+  plan.device = widen(got.plan);
+  fields.push_back(plan);
+  if (c.dv) {
+    out.device = widen(got.output);
+    fields.push_back(out);
+  }
+  return checkFields(fields, caseName, kRatio, false, "");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// TF32 runs (CudaOptions::tf32). q, k, v and the plan tile are rounded to TF32 (unit roundoff u = 2^-11) before
+// the tile products, so a TF32 run is held to two checks:
+//
+// (A) "tf32bound": against the float64 loop on the case's own inputs, with the float32 tolerance plus a worst-case
+//     bound of what the rounding can do. Per score, |tf32(q)·tf32(k) − q·k| ≤ (2u + u²)·|q·k| term by term, and
+//     the accumulation adds at most d·2^-23 of Σ|terms| (float32 with truncation), so every scaled score
+//     x = q·k/(√d·eps) moves by at most
+//         δ = (2u + u² + d·2^-23·(1 + u)²) · max_ij Σ_k |q_ik||k_jk| / (√d·eps)      (tf32ScoreBound).
+//     A half-step's potential is log-marginal − LSE of (x + other potential), and LSE is 1-Lipschitz in the max
+//     norm, so after t half-steps the potentials move by ≤ t·δ, and log A = x + ut + vt by ≤ 2T·δ after T. Bounds
+//     added per field: duals and histories T·δ; plan and display tiles max|A|·(e^{2Tδ} − 1); marginal errors
+//     (max target + max|error|)·(e^{2Tδ} − 1); output W·(e^{2Tδ} − 1 + (2u + u²)·e^{2Tδ}), W = max_ic Σ_j A_ij|V_jc|
+//     (the second term: P and V rounded in P·V). Printed: err_device / tolerance (≤ 1 passes). The bound is a
+//     worst case over all n² scores with every rounding aligned; typical errors are far smaller, and at small eps
+//     or large |S| the bound (like TF32 itself) gets coarse.
+// (B) "tf32inputs": against the float64 and float32 loops on the inputs rounded to TF32 (what the device
+//     multiplies), with `limit` times the float32 error, plus (2u + u²)·W for P's rounding on the output. This is
+//     the sharp check of the tiles' indexing and of where the rounding happens: what remains is float32-sized
+//     accumulation differences, which PTX leaves to the hardware. Tensor cores are reported to align and
+//     normalise with truncation at each instruction (d/8 steps), where the CPU's float32 sums round to nearest:
+//     biased errors that can add up to about 2·d/8 = 32 times (d = 128) the unbiased float32 error, so the GPU
+//     limit is kTf32InputsRatio = 64 (the CPU emulation sums exactly and is held to kRatio). A missing rounding
+//     or a wrong fragment index shows up as hundreds to millions. Printed like the float32 runs: err_device /
+//     err_f32 (P's allowance included), limit `inputsLimit`; the first GPU run's worst ratios are the numbers to
+//     tighten it from.
+constexpr double kTf32Unit = 1.0 / 2048.0;  // 2^-11
+constexpr double kTf32InputsRatio = 64.0;
+
+// The case with q, k, v rounded to TF32, as the conversion kernels do (for the references of check B).
+inline CaseData roundedToTf32(const CaseData& data) {
+  CaseData r = data;
+  for (std::vector<float>* values : {&r.q, &r.k, &r.v})
+    for (float& x : *values) x = toTf32(x);
+  return r;
+}
+
+// δ above: a bound on how far TF32 moves any scaled score of the case.
+inline double tf32ScoreBound(const CaseData& data, double eps) {
+  const CaseSpec& c = data.spec;
+  const double u = kTf32Unit;
+  const double perTerm = 2 * u + u * u + c.d * std::ldexp(1.0, -23) * (1 + u) * (1 + u);
+  double maxAbsDot = 0;
+  for (int h = 0; h < c.batch; ++h) {
+    const MatD q = headMatrix<double>(data.q, h, c.nq, c.d).cwiseAbs(), k = headMatrix<double>(data.k, h, c.nk, c.d).cwiseAbs();
+    maxAbsDot = std::max(maxAbsDot, (q * k.transpose()).maxCoeff());
+  }
+  return perTerm * maxAbsDot / (std::sqrt(double(c.d)) * eps);
+}
+
+inline double maxFiniteAbs(const std::vector<double>& x) {
+  double m = 0;
+  for (double v : x)
+    if (std::isfinite(v)) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// Checks A and B above; prints one line per check ("TLCUDA case=<name> delta=… tf32bound.u=… …" and
+// "… tf32inputs.u=… …").
+[[nodiscard]] inline ::testing::AssertionResult matchesCpuTf32(const CaseData& data, const CudaAttentionResult& got,
+                                                               const CudaOptions& asked, int budget, double eps,
+                                                               const std::string& caseName,
+                                                               double inputsLimit = kTf32InputsRatio) {
+  const double u = kTf32Unit, delta = tf32ScoreBound(data, eps), growth = std::expm1(2.0 * budget * delta);
+  CaseFields a = caseFields(data, got, asked, budget, eps);
+  for (Field& f : a.fields) {
+    const double magnitude = maxFiniteAbs(f.ref64);
+    if (f.scale == Scale::Duals)
+      f.extra = budget * delta;
+    else if (f.name == "output")
+      f.extra = a.outputWeight * (growth + (2 * u + u * u) * (1 + growth));
+    else if (f.scale == Scale::Entries)
+      f.extra = magnitude * growth;
+    else
+      f.extra = (a.maxTarget + magnitude) * growth;
+  }
+  CaseFields b = caseFields(roundedToTf32(data), got, asked, budget, eps);
+  for (Field& f : b.fields)
+    if (f.name == "output") f.extra = (2 * u + u * u) * b.outputWeight;
+  std::ostringstream start;
+  start << " delta=" << std::setprecision(3) << delta;
+  const ::testing::AssertionResult bound = checkFields(a.fields, caseName, kRatio, true, "tf32bound.", start.str());
+  const ::testing::AssertionResult inputs = checkFields(b.fields, caseName, inputsLimit, false, "tf32inputs.");
+  if (!bound) return bound;
+  return inputs;
 }
 
 // Prints the worst ratio per field when the test binary ends (the numbers to tune kRatio from).
 class RatioSummary : public ::testing::Environment {
  public:
   void TearDown() override {
-    for (const auto& [field, ratio] : worstRatios())
-      std::printf("TLCUDA summary field=%s worst_ratio=%.3g (limit %.1f)\n", field.c_str(), ratio, kRatio);
+    for (const auto& [field, worst] : worstRatios())
+      std::printf("TLCUDA summary field=%s worst_ratio=%.3g (limit %.1f)\n", field.c_str(), worst.ratio, worst.limit);
   }
 };
 

@@ -1,10 +1,11 @@
 // The kernels' host-device arithmetic (core/cuda/*.h), compiled by g++, against straightforward CPU formulas
 // and the CPU reference in core/ops: online log-sum-exp, half-step closure and errors, tile and display-block
-// indexing, element conversion.
+// indexing, element conversion, TF32 rounding and the TF32 tiles' fragment layout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -13,7 +14,9 @@
 
 #include "cuda/element_convert.h"
 #include "cuda/half_step.h"
+#include "cuda/kernel_sets.h"
 #include "cuda/online_lse.h"
+#include "cuda/tf32_tile.h"
 #include "cuda/tile_index.h"
 #include "io/checkpoint/half_float.h"
 #include "ops/log_domain.h"
@@ -307,6 +310,158 @@ TEST(ElementConvert, FiniteTestCatchesNaNAndInfinities) {
   EXPECT_FALSE(isFiniteF(kNegInf));
   EXPECT_FALSE(isFiniteF(std::nanf("")));
   EXPECT_FALSE(isFiniteF(halfBitsToFloat(0x7c00)));  // f16 +inf
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// TF32: rounding and the tensor-core tiles' layout (tf32_tile.h)
+
+float fromBits(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+TEST(Tf32, RoundsToNearestWithTiesAwayFromZero) {
+  const float ulp = std::ldexp(1.f, -10);  // TF32 spacing in [1, 2)
+  EXPECT_EQ(toTf32(1.f), 1.f);
+  EXPECT_EQ(toTf32(1.f + ulp / 2), 1.f + ulp);                             // tie: away from zero
+  EXPECT_EQ(toTf32(-(1.f + ulp / 2)), -(1.f + ulp));
+  EXPECT_EQ(toTf32(1.f + 3 * ulp / 2), 1.f + 2 * ulp);                     // tie between 1+ulp and 1+2ulp
+  EXPECT_EQ(toTf32(std::nextafter(1.f + ulp / 2, 0.f)), 1.f);              // just below the tie
+  EXPECT_EQ(toTf32(std::nextafter(2.f, 0.f)), 2.f);                        // carries into the exponent
+  EXPECT_EQ(toTf32(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(toTf32(fromBits(0x7f7fe000u)), fromBits(0x7f7fe000u));          // largest TF32 value stays
+  EXPECT_TRUE(std::signbit(toTf32(-0.f)));
+  EXPECT_EQ(toTf32(kNegInf), kNegInf);
+  EXPECT_TRUE(std::isnan(toTf32(std::nanf(""))));
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.f, 100.f);
+  for (int i = 0; i < 100000; ++i) {
+    const float x = normal(rng), t = toTf32(x);
+    ASSERT_TRUE(isTf32(t)) << x;
+    ASSERT_EQ(toTf32(t), t) << x;  // idempotent
+    ASSERT_LE(std::abs(double(t) - double(x)), std::ldexp(std::abs(double(x)), -11)) << x;  // relative 2^-11
+  }
+  EXPECT_FALSE(isTf32(1.f + std::ldexp(1.f, -23)));
+}
+
+// The PTX fragment tables of mma.m16n8k8 .tf32: every element of A, B and C/D is held by exactly one
+// (lane, register).
+TEST(Tf32, FragmentTablesCoverEachMatrixOnce) {
+  using F = MmaM16N8K8;
+  std::set<std::pair<int, int>> a, b, c;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int reg = 0; reg < 4; ++reg) a.insert({F::aRow(lane, reg), F::aCol(lane, reg)});
+    for (int reg = 0; reg < 2; ++reg) b.insert({F::bRow(lane, reg), F::bCol(lane, reg)});
+    for (int reg = 0; reg < 4; ++reg) c.insert({F::cRow(lane, reg), F::cCol(lane, reg)});
+  }
+  EXPECT_EQ(a.size(), 128u);
+  EXPECT_EQ(b.size(), 64u);
+  EXPECT_EQ(c.size(), 128u);
+  EXPECT_EQ(*a.rbegin(), std::make_pair(15, 7));
+  EXPECT_EQ(*b.rbegin(), std::make_pair(7, 7));
+  EXPECT_EQ(*c.rbegin(), std::make_pair(15, 7));
+}
+
+// What the device code of Tf32WarpMma::step assumes, for every lane, fragment and register: the register it
+// loads holds the table's element, register pairs are one aligned 8-byte load, and the accumulator slot it
+// passes for a D register is where row()/col() say that element of the block is.
+template <int MI, int NI>
+void checkWarpMma(int lda, int ldb) {
+  using M = Tf32WarpMma<MI, NI>;
+  using F = MmaM16N8K8;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int mi = 0; mi < MI; ++mi) {
+      for (int reg = 0; reg < 4; ++reg)
+        ASSERT_EQ(M::aOffset(lane, mi, reg, lda), F::aCol(lane, reg) * lda + M::aSlot(mi, F::aRow(lane, reg)));
+      ASSERT_EQ(M::aOffset(lane, mi, 0, lda) % 2, 0);
+      ASSERT_EQ(M::aOffset(lane, mi, 2, lda) % 2, 0);
+    }
+    for (int ni = 0; ni < NI; ++ni) {
+      for (int reg = 0; reg < 2; ++reg)
+        ASSERT_EQ(M::bOffset(lane, ni, reg, ldb), F::bRow(lane, reg) * ldb + M::bSlot(ni, F::bCol(lane, reg)));
+      if (ni % 2 == 0) ASSERT_EQ(M::bOffset(lane, ni, 0, ldb) % 2, 0);
+    }
+    for (int mi = 0; mi < MI; ++mi)
+      for (int ni = 0; ni < NI; ++ni)
+        for (int reg = 0; reg < 4; ++reg) {
+          ASSERT_EQ(M::row(lane, M::dRow(mi, reg)), M::aSlot(mi, F::cRow(lane, reg))) << lane << " " << reg;
+          ASSERT_EQ(M::col(lane, M::dCol(ni, reg)), M::bSlot(ni, F::cCol(lane, reg))) << lane << " " << reg;
+        }
+  }
+  // Each slot of a lane is one block element, each block element one (lane, slot).
+  std::set<std::pair<int, int>> seen;
+  for (int lane = 0; lane < 32; ++lane)
+    for (int r = 0; r < M::TM; ++r)
+      for (int c = 0; c < M::TN; ++c) seen.insert({M::row(lane, r), M::col(lane, c)});
+  EXPECT_EQ(seen.size(), size_t(32 * M::TM * M::TN));
+  EXPECT_EQ(seen.rbegin()->first, 16 * MI - 1);
+  EXPECT_EQ(seen.rbegin()->second, 8 * NI - 1);
+}
+
+TEST(Tf32, WarpMmaLoadsAndSlotsFollowTheFragmentTables) {
+  checkWarpMma<4, 4>(136, 136);  // the 128 × 128 LSE tile's warps
+  checkWarpMma<2, 2>(72, 72);    // the 64 × 64 tiles' warps and the P·V product
+}
+
+// With rows of ≡ 8 (mod 32) floats, each half-warp's 8-byte fragment loads touch all 32 banks once.
+TEST(Tf32, FragmentLoadsAreFreeOfBankConflicts) {
+  using M = Tf32WarpMma<4, 4>;
+  for (int ld : {136, 72})
+    for (int half = 0; half < 2; ++half)
+      for (int reg : {0, 2}) {
+        std::set<int> banks, banksB;
+        for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+          const int a = M::aOffset(lane, 1, reg, ld), b = M::bOffset(lane, 2, reg / 2, ld);
+          banks.insert(a % 32);
+          banks.insert((a + 1) % 32);
+          banksB.insert(b % 32);
+          banksB.insert((b + 1) % 32);
+        }
+        EXPECT_EQ(banks.size(), 32u) << "A, ld " << ld;
+        EXPECT_EQ(banksB.size(), 32u) << "B, ld " << ld;
+      }
+}
+
+// The TF32 tiles offer the layout contract of every score tile (score_tile.h): a tid ↔ (tx, ty) grid, rows
+// from ty only, columns from tx only, each tile element owned once, columns in aligned groups of 4; and the
+// P·V product's output columns are 4·tx … 4·tx + 3.
+template <class Tile>
+void checkTileContract() {
+  std::set<std::pair<int, int>> grid, elements;
+  for (int tid = 0; tid < Tile::kThreads; ++tid) {
+    grid.insert({Tile::tx(tid), Tile::ty(tid)});
+    ASSERT_LT(Tile::tx(tid), Tile::kThreadsX);
+    ASSERT_LT(Tile::ty(tid), Tile::kThreadsY);
+    for (int other = 0; other < Tile::kThreads; ++other) {
+      if (Tile::ty(other) == Tile::ty(tid))
+        for (int r = 0; r < Tile::TM; ++r) ASSERT_EQ(Tile::row(other, r), Tile::row(tid, r));
+      if (Tile::tx(other) == Tile::tx(tid))
+        for (int c = 0; c < Tile::TN; ++c) ASSERT_EQ(Tile::col(other, c), Tile::col(tid, c));
+    }
+    for (int c = 0; c < Tile::TN; ++c) {
+      if (c % 4 == 0) ASSERT_EQ(Tile::col(tid, c) % 4, 0);
+      else ASSERT_EQ(Tile::col(tid, c), Tile::col(tid, c - 1) + 1);
+    }
+    for (int r = 0; r < Tile::TM; ++r)
+      for (int c = 0; c < Tile::TN; ++c) elements.insert({Tile::row(tid, r), Tile::col(tid, c)});
+  }
+  EXPECT_EQ(grid.size(), size_t(Tile::kThreads));
+  EXPECT_EQ(elements.size(), size_t(Tile::BM) * Tile::BN);
+  EXPECT_EQ(elements.rbegin()->first, Tile::BM - 1);
+}
+
+TEST(Tf32, TilesKeepTheScoreTileLayoutContract) {
+  checkTileContract<Tf32Kernels::Lse::Tile>();
+  checkTileContract<Tf32Tile64>();
+  checkTileContract<Fp32Kernels::Lse::Tile>();
+  checkTileContract<Fp32Tile64>();
+  using V = Tf32Kernels::Values;
+  for (int tid = 0; tid < Tf32Tile64::kThreads; ++tid)
+    for (int c = 0; c < V::TV; ++c) ASSERT_EQ(V::outCol(tid, c), Tf32Tile64::tx(tid) * V::TV + c);
+  // The kernels keep their thread counts, so grids and launch bounds are the FP32 ones.
+  EXPECT_EQ(Tf32Kernels::Lse::kThreads, Fp32Kernels::Lse::kThreads);
+  EXPECT_EQ(Tf32Kernels::Apply::kThreads, Fp32Kernels::Apply::kThreads);
 }
 
 }  // namespace
