@@ -12,7 +12,7 @@
 namespace tl {
 
 // Marginal errors of one plan in attention scale, against the operator's declared targets
-// (spec/README.md errata 2): 1 on balanced sides, 0 on padded rows/columns.
+// (docs/conventions.md#marginal-errors): 1 on balanced sides, 0 on padded rows/columns.
 struct MarginalErrors {
   double rowMax = 0, rowMean = 0;
   double colMax = 0, colMean = 0;
@@ -24,7 +24,7 @@ struct PlanResult {
   Mat<T> plan;
   std::optional<Mat<T>> output;  // O = A V, when V was given
 
-  // Final duals in score coordinates (spec/asap.md §2.3): P_ij = exp((S_ij + u_i + v_j)/eps).
+  // Final duals in score coordinates (docs/conventions.md#duals): P_ij = exp((S_ij + u_i + v_j)/eps).
   // Padded entries are -inf (zero marginal). Empty for operators without duals.
   Vec<T> u, v;
   // Row t-1 holds u (resp. v) after single normalisation t, for convergence plots.

@@ -4,15 +4,15 @@
     /usr/bin/python3 scripts/reference/make_banded_fixtures.py [--out tests/fixtures/banded]
 
 Each case folder holds q, k, v, optional mask (bool) and the reference results plan (attention scale), output
-(A V), u and v_dual (score coordinates, errata 3; -inf on inactive or padded tokens), tile_row_errors and
-tile_col_errors (per tile of the solved system) and, with a dustbin, dustbin_query_mass / dustbin_key_mass.
-cases.json lists every case with its operator string.
+(A V), u and v_dual (score coordinates, docs/conventions.md#duals; -inf on inactive or padded tokens),
+tile_row_errors and tile_col_errors (per tile of the solved system) and, with a dustbin, dustbin_query_mass /
+dustbin_key_mass. cases.json lists every case with its operator string.
 
-Before writing, every case is checked against the oracles of banded-sinkhorn.md §7 that need no gradient:
-zero mass off the band and on inactive tokens (1), exact active column sums (2), the all-raw iteration giving
-the same duals as centred base + raw tail (3, the gauge ledger), a full band against dense Sinkhorn with
+Before writing, every case is checked against the properties of docs/operators/banded.md#checks: zero mass
+off the band and on inactive tokens, exact active column sums, the all-raw iteration giving the same duals as
+centred base + raw tail (the gauge ledger), a full band against dense Sinkhorn with
 T = 2·(base_steps + tail_steps) from attention_reference.py, the dustbin path against the generic path on the
-augmented tensors (13); and once, a converged rectangle whose rows sum to n_k/n_q (2, errata 18).
+augmented tensors; and once, a converged rectangle whose rows sum to n_k/n_q (#rectangles there).
 """
 import argparse
 import json
@@ -54,7 +54,7 @@ def operator_string(W, base_steps, tail_steps, tile, eps, dustbin):
 
 
 def raw_duals(q, k, p):
-    """The same surrogate with no centring at all (raw from v = 0), in score coordinates (errata 3)."""
+    """The same surrogate with no centring at all (raw from v = 0), in score coordinates (docs/conventions.md#duals)."""
     n_q = q.shape[0]
     i, j = torch.arange(n_q)[:, None], torch.arange(k.shape[0])[None, :]
     support = (i - j).abs() <= p["W"]
@@ -96,7 +96,7 @@ def check_case(name, res, q, k, val, p, mask):
                       (dense.v - res.v).nan_to_num(neginf=0).abs().max())
             if not err < 1e-12:
                 fail("a full band differs from dense Sinkhorn", err)
-    else:  # oracle 13: the generic path on the augmented tensors
+    else:  # the generic path on the augmented tensors
         keys = idx if mask is not None else torch.arange(k.shape[0])
         qa, ka, va = (torch.cat([x, x.new_zeros(1, x.shape[1])]) for x in (q[idx], k[keys], val[keys]))
         generic = band.banded_attention(qa, ka, va, **dict(p, dustbin=False, W=qa.shape[0] + ka.shape[0]))
@@ -106,7 +106,7 @@ def check_case(name, res, q, k, val, p, mask):
 
 
 def check_rectangle_convergence():
-    """Oracle 2 / errata 18: on a connected rectangle the rows converge to n_k/n_q (9×6 gives 2/3)."""
+    """docs/operators/banded.md#rectangles: on a connected rectangle the rows converge to n_k/n_q (9×6 gives 2/3)."""
     gen = torch.Generator().manual_seed(3)
     q, k = torch.randn(9, 4, generator=gen), torch.randn(6, 4, generator=gen)
     res = band.banded_attention(q, k, W=8, base_steps=1000, tail_steps=0, tile=4, eps=1.0, dustbin=False)

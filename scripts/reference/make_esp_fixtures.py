@@ -8,8 +8,8 @@ reference results of esp_reference.py: plan (A = n_q·G), output (A V), weights,
 -1 at padded queries), ties and, for sort=soft, hard_distance. cases.json lists every case with its operator
 string; cases with "slices": true add ",slices=<case>/slices.npy" to it.
 
-Before writing, the §9.3 golden example is checked against the numbers printed in the spec, and every
-hard case against its exact properties (rows 1, columns n_q/n_k under nw-corner), so a fixture is never
+Before writing, the hand-computed example of docs/operators/esp.md#checks is checked against its numbers, and
+every hard case against its exact properties (rows 1, columns n_q/n_k under nw-corner), so a fixture is never
 wrong by construction.
 """
 import argparse
@@ -58,10 +58,10 @@ CASES = [
 
 
 def golden_check(name, result):
-    """spec/esp.md §9.3, printed to 10 digits."""
+    """The hand-computed 4-token, 2-axis example (docs/operators/esp.md#checks), to 10 digits."""
     def close(actual, expected, tol=1e-9):
         if not np.allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float), atol=tol, rtol=0):
-            raise SystemExit(f"{name}: {actual} differs from the spec's golden {expected}")
+            raise SystemExit(f"{name}: {actual} differs from the hand-computed {expected}")
     if name == "golden_tau1":
         close(result.matchings, [[0, 2, 1, 3], [2, 1, 3, 0]], 0)
         close(result.costs, [4.75, 3.25], 1e-12)

@@ -8,7 +8,8 @@ u, v_dual (final duals, score coordinates, -inf where padded) and output (A V). 
 with its operator string, so the C++ test and `tlens plan` replay exactly the same operator.
 
 Before writing, every case is checked against a second, independent formulation: plain matrix
-normalisation Sinkhorn in attention scale (asap.md §2.1 eq 3), so a fixture is never wrong by construction.
+normalisation Sinkhorn in attention scale (docs/operators/sinkhorn.md#definition), so a fixture is never wrong
+by construction.
 """
 import argparse
 import json
@@ -54,9 +55,9 @@ def operator_string(family, budget, eps, mask_mode):
 
 
 def matrix_sinkhorn(q, k, budget, eps, key_active, query_rows):
-    """asap.md eq 3 in attention scale: A0 = exp(S/eps) on active keys, then N_r, N_c alternately.
+    """Matrix-normalisation Sinkhorn in attention scale: A0 = exp(S/eps) on active keys, then N_r, N_c alternately.
 
-    Rows of kept queries sum to 1; active columns sum to n_q/n_k (1 when square, asap.md §2.6)."""
+    Rows of kept queries sum to 1; active columns sum to n_q/n_k (1 when square)."""
     a = torch.exp(ref.scores(q, k) / eps) * key_active[None, :] * query_rows[:, None]
     n_rows, n_cols = int(query_rows.sum()), int(key_active.sum())
     if query_rows.all():  # keep-queries or unmasked: mu = 1/n_q, nu = 1/n_k on active keys

@@ -9,9 +9,9 @@ mass_logits (θ, r) -- given as files so that no k-means has to agree -- and the
 padded). cases.json lists every case with its operator string *without* the two file paths; a replaying test
 appends `,pivots=<case>/pivots.npy,mass_logits=<case>/mass_logits.npy`.
 
-Before writing, every case is checked against a second formulation (plain matrix scaling, lot.md §3.1) to
-1e-12, T = 1 cases against agent attention softmax(S1/eps)·softmax(S2/eps) (lot.md §8 T9), and the odd/even
-exact side of A (§3.3), so a fixture is never wrong by construction.
+Before writing, every case is checked against a second formulation (plain matrix scaling) to 1e-12, T = 1
+cases against agent attention softmax(S1/eps)·softmax(S2/eps), and the odd/even exact side of A
+(docs/operators/lot.md#checks), so a fixture is never wrong by construction.
 """
 import argparse
 import json

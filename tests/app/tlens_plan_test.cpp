@@ -79,7 +79,7 @@ TEST(TlensPlan, SyntheticSourceWritesFilesAndMetrics) {
   EXPECT_NE(metrics["source"].get<std::string>().find("gaussian"), std::string::npos);
   EXPECT_EQ(metrics["marginal_error_history"].size(), 4u);
   EXPECT_EQ(metrics["mass_mismatch"], false);
-  // Even T ends on columns: columns are exact, rows are not (spec/README.md, budget T).
+  // Even T ends on columns: columns are exact, rows are not (docs/conventions.md#budget).
   EXPECT_LT(metrics["marginal_errors"]["col_max"].get<double>(), 1e-12);
   EXPECT_GT(metrics["marginal_errors"]["row_max"].get<double>(), 1e-6);
   EXPECT_GT(metrics["row_entropy"]["mean"].get<double>(), 0.0);

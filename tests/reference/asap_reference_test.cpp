@@ -1,9 +1,10 @@
-// Cross-check of the C++ ASAP operator (core/ops/asap.cpp, sliced_potentials.cpp) against the independent
-// PyTorch implementation scripts/reference/asap_reference.py (fixtures in tests/fixtures/asap, made by
-// make_asap_fixtures.py; the compiled layer — slices + beta, or a teacher dual — is given as files). Every
-// case runs through the registry from its operator string plus the file paths, the path `tlens` takes.
-// Tolerances (spec/asap.md §8): 1e-10 in float64 (plan, output, final duals with -inf at the same places,
-// the predicted dual asap_u and the features Φ); 1e-5 in float32 (plan, output) against the float64 fixture.
+// Cross-check of the C++ ASAP operator (core/ops/asap/asap.cpp, sliced_potentials.cpp) against
+// the independent PyTorch implementation scripts/reference/asap_reference.py (fixtures in
+// tests/fixtures/asap, made by make_asap_fixtures.py; the compiled layer — slices + beta, or a teacher dual —
+// is given as files). Every case runs through the registry from its operator string plus the file paths,
+// the path `tlens` takes. Tolerances (docs/operators/asap.md#checks): 1e-10 in float64 (plan, output, final
+// duals with -inf at the same places, the predicted dual asap_u and the features Φ); 1e-5 in float32 (plan,
+// output) against the float64 fixture.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,9 +1,9 @@
-// Cross-check of the C++ banded Sinkhorn forward (core/ops/banded.cpp) against the independent PyTorch
+// Cross-check of the C++ banded Sinkhorn forward (core/ops/banded/banded.cpp) against the independent PyTorch
 // implementation scripts/reference/banded_reference.py (fixtures in tests/fixtures/banded, made by
 // make_banded_fixtures.py). Every case runs through the registry from its operator string.
-// Tolerances (spec/banded-sinkhorn.md §7): 1e-10 in float64 (plan, output, duals in score coordinates with
-// -inf at the same places, per-tile errors, dustbin masses, and the lazy A·V); 1e-5 in float32 (plan, output)
-// against the float64 fixture.
+// Tolerances (docs/operators/banded.md#checks): 1e-10 in float64 (plan, output, duals in score coordinates
+// with -inf at the same places, per-tile errors, dustbin masses, and the lazy A·V); 1e-5 in float32 (plan,
+// output) against the float64 fixture.
 #include <gtest/gtest.h>
 
 #include <fstream>

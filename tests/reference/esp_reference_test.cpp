@@ -1,8 +1,9 @@
-// Cross-check of the C++ ESP operator (core/ops/esp*.cpp) against the independent PyTorch implementation
+// Cross-check of the C++ ESP operator (core/ops/esp/) against the independent PyTorch implementation
 // scripts/reference/esp_reference.py (fixtures in tests/fixtures/esp, made by make_esp_fixtures.py). Every
 // case runs through the registry from its operator string, the path `tlens` and the Session take.
-// Tolerances: 1e-10 in float64 (plan, output, weights, costs, soft-to-hard distance, lazy output); matchings
-// and tie counts exactly; 1e-4 in float32 for hard plans (float D_l of size ~2d move w by tau·ΔD).
+// Tolerances (docs/operators/esp.md#checks): 1e-10 in float64 (plan, output, weights, costs, soft-to-hard
+// distance, lazy output); matchings and tie counts exactly; 1e-4 in float32 for hard plans (float D_l of size
+// ~2d move w by tau·ΔD).
 #include <gtest/gtest.h>
 
 #include <fstream>

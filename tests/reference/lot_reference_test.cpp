@@ -1,7 +1,8 @@
-// Cross-check of the C++ LOT operator (core/ops/lot*.cpp) against the independent PyTorch implementation in
+// Cross-check of the C++ LOT operator (core/ops/lot/) against the independent PyTorch implementation in
 // scripts/reference/lot_reference.py (fixtures in tests/fixtures/lot, made by make_lot_fixtures.py with
 // given pivots and mass logits, so no k-means has to agree). Tolerances: 1e-10 in float64 (plan, output,
-// factors, masses, duals); 2e-5 relative in float32 (plan, output), against the float64 fixture (spec/lot.md §8).
+// factors, masses, duals); 2e-5 relative in float32 (plan, output), against the float64 fixture
+// (docs/operators/lot.md#checks).
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,7 +1,7 @@
-// Cross-check of the C++ CPU reference (core/ops/sinkhorn, softmax) against the independent PyTorch
+// Cross-check of the C++ CPU reference (core/ops/sinkhorn, core/ops/softmax) against the independent PyTorch
 // implementation in scripts/reference/ (fixtures in tests/fixtures/sinkhorn, made by make_fixtures.py).
 // Tolerances: 1e-10 in float64 (plan, output, final duals, -inf at the same places); 1e-5 in float32
-// (plan, output), against the float64 fixture (spec/asap.md §8 oracle tolerances).
+// (plan, output), against the float64 fixture (docs/operators/sinkhorn.md#checks).
 #include <gtest/gtest.h>
 
 #include "fixture_case.h"

@@ -16,9 +16,10 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // Potentials (ut, vt) in eps units of the plan exp(X + ut ⊕ vt) after `budget` single normalisations, rows
-// first (spec/asap.md §2.3; the same loop as ops/sinkhorn_loop.h). X [..., n_r, n_c] = S/eps; logRow and
-// logCol broadcast to [..., n_r] and [..., n_c]. A −inf log marginal marks an inactive token: its potential
-// becomes −inf − (finite LSE) = −inf, so it carries no mass and no NaN reaches the gradients.
+// first (docs/operators/sinkhorn.md#definition; the same loop as ops/sinkhorn/sinkhorn_loop.h). X [..., n_r,
+// n_c] = S/eps; logRow and logCol broadcast to [..., n_r] and [..., n_c]. A −inf log marginal marks
+// an inactive token: its potential becomes −inf − (finite LSE) = −inf, so it carries no mass and no NaN
+// reaches the gradients.
 struct Potentials {
   torch::Tensor ut, vt;
 };
@@ -91,7 +92,7 @@ class SinkhornNormaliser : public TorchNormaliserImpl {
                  withAttention);
     const torch::Tensor negInf = torch::full({1}, kNegInf, X.options());
     if (p_.maskMode == MaskMode::KeepQueries) {
-      // spec/asap.md §2.5: every query row kept with mu = 1/n_q; padded keys get nu_j = 0.
+      // docs/conventions.md#masks: every query row kept with mu = 1/n_q; padded keys get nu_j = 0.
       const torch::Tensor logCol = torch::where(keyMask, logUniform(nk, X), negInf).unsqueeze(1);
       return mix(double(nq) * planOf(X, alternateNormalisations(X, logUniform(nq, X), logCol, p_.T)), v,
                  withAttention);
@@ -114,9 +115,9 @@ Eigen::Map<const Mat<T>> headMatrix(const torch::Tensor& t, int64_t bh) {
   return Eigen::Map<const Mat<T>>(t.data_ptr<T>() + bh * n * c, n, c);
 }
 
-// Slice plans in attention scale, n_q·U_l, of the hard slices, from the core's HardSlice (spec/esp.md
-// §2.2–§2.6): piecewise constant in Q and K, so a constant of the autograd graph. q, k: contiguous
-// [B, H, n, d] of scalar type T.
+// Slice plans in attention scale, n_q·U_l, of the hard slices, from the core's HardSlice
+// (docs/operators/esp.md#definition, #ties, #unequal-sizes): piecewise constant in Q and K, so a constant
+// of the autograd graph. q, k: contiguous [B, H, n, d] of scalar type T.
 template <class T>
 torch::Tensor hardSlicePlans(const torch::Tensor& q, const torch::Tensor& k, const MatD& directions,
                              const EspParams& p) {
@@ -138,8 +139,8 @@ torch::Tensor hardSlicePlans(const torch::Tensor& q, const torch::Tensor& k, con
   return U;
 }
 
-// SoftSort rows (spec/esp.md §4.1, squared distance, ascending anchors): values [..., n] → [..., n, n],
-// row r = rank r, column j = token j. Gradients flow through both the anchors and the entries.
+// SoftSort rows (docs/operators/esp.md#soft-sorting, squared distance, ascending anchors): values [..., n]
+// → [..., n, n], row r = rank r, column j = token j. Gradients flow through both the anchors and the entries.
 torch::Tensor softSort(const torch::Tensor& values, double temp) {
   const torch::Tensor sorted = std::get<0>(values.sort(-1));
   return torch::softmax((values.unsqueeze(-2) - sorted.unsqueeze(-1)).square() / -temp, -1);
@@ -166,7 +167,7 @@ class EspNormaliser : public TorchNormaliserImpl {
       out.output = q.scalar_type() == torch::kFloat64 ? lazyHardOutput<double>(q, k, v) : lazyHardOutput<float>(q, k, v);
       return out;
     }
-    // compat=reference-code: q, k pre-scaled by d^{-1/2} (spec/esp.md §10.6).
+    // compat=reference-code: q, k pre-scaled by d^{-1/2} (docs/operators/esp.md#compat).
     const double scale = p_.compat == EspCompat::ReferenceCode ? 1.0 / std::sqrt(double(q.size(-1))) : 1.0;
     const torch::Tensor qs = (q * scale).contiguous(), ks = (k * scale).contiguous();
     const int64_t nq = q.size(2), nk = k.size(2);
@@ -180,7 +181,7 @@ class EspNormaliser : public TorchNormaliserImpl {
     // instead of [B, H, L, n_q, n_k] temporaries.
     const torch::Tensor plans =
         (soft ? softPlans(qs, ks) : hardPlans(qs, ks)).flatten(-2);
-    // D_l = <C, U_l> (eq. 10), w = softmax(−tau·D) (eq. 9), A = n_q·Σ_l w_l U_l (§3.1).
+    // D_l = <C, U_l>, w = softmax(−tau·D), A = n_q·Σ_l w_l U_l (docs/operators/esp.md#definition).
     const torch::Tensor D = torch::matmul(plans, groundCost(qs, ks).flatten(-2).unsqueeze(-1)).squeeze(-1) / double(nq);
     const torch::Tensor w = torch::softmax(-p_.tau * D, -1);
     const torch::Tensor A = torch::matmul(w.unsqueeze(-2), plans).view({q.size(0), q.size(1), nq, nk});
@@ -233,7 +234,8 @@ class EspNormaliser : public TorchNormaliserImpl {
     throw InvalidArgument("esp: hard sorting needs float32 or float64 queries and keys");
   }
 
-  // n_q·U_l = n_q·R^Qᵀ Λ R^K with SoftSort matrices (§4.2), [B, H, L, n_q, n_k].
+  // n_q·U_l = n_q·R^Qᵀ Λ R^K with SoftSort matrices (docs/operators/esp.md#soft-sorting),
+  // [B, H, L, n_q, n_k].
   torch::Tensor softPlans(const torch::Tensor& q, const torch::Tensor& k) const {
     const torch::Tensor rq = softSort(sliceValues(q), p_.sortTemp);
     const torch::Tensor rk = softSort(sliceValues(k), p_.sortTemp);
@@ -260,7 +262,7 @@ class LotNormaliser : public TorchNormaliserImpl {
                               " columns, but the heads have d = " + std::to_string(headDim));
       Z = fromEigen(p_.pivots).unsqueeze(0).repeat({heads, 1, 1});
     } else {
-      Z = torch::randn({heads, p_.r, headDim}) / std::sqrt(double(headDim));  // N(0, 1/d), spec/lot.md §1
+      Z = torch::randn({heads, p_.r, headDim}) / std::sqrt(double(headDim));  // N(0, 1/d): docs/operators/lot.md
     }
     if (p_.massLogits.size() != 0) theta = fromEigen(p_.massLogits).view({1, -1}).repeat({heads, 1});
     pivots_ = register_parameter("pivots", Z);
@@ -281,12 +283,13 @@ class LotNormaliser : public TorchNormaliserImpl {
                             std::to_string(pivots_.size(2)) + ", not " + c10::str(q.sizes()));
     const torch::Tensor Z = pivots_.to(q.scalar_type()).unsqueeze(0);  // [1, H, r, d]
     const torch::Tensor logw = torch::log_softmax(massLogits_.to(q.scalar_type()) / p_.massTemp, -1).unsqueeze(0);
-    // (1) queries → pivots on S1 = Q Zᵀ/√d, (2) pivots → keys on S2 = Z Kᵀ/√d (spec/lot.md §3.4).
+    // (1) queries → pivots on S1 = Q Zᵀ/√d, (2) pivots → keys on S2 = Z Kᵀ/√d
+    // (docs/operators/lot.md#definition).
     const torch::Tensor X1 = scaledScores(q, Z, p_.eps), X2 = scaledScores(Z, k, p_.eps);
     const torch::Tensor P1 = planOf(X1, alternateNormalisations(X1, logUniform(nq, q), logw, p_.T));
     const torch::Tensor P2 = planOf(X2, alternateNormalisations(X2, logw, logUniform(nk, k), p_.T));
     const torch::Tensor invw = torch::exp(-logw).unsqueeze(-1);  // [1, H, r, 1]
-    // O = n_q·P1 (diag(1/w) (P2 V)) in O(n r d), never n×n (§4.4).
+    // O = n_q·P1 (diag(1/w) (P2 V)) in O(n r d), never n×n (docs/operators/lot.md#lazy-path).
     TorchAttention out;
     out.output = double(nq) * torch::matmul(P1, invw * torch::matmul(P2, v));
     if (withAttention) out.attention = double(nq) * torch::matmul(P1, invw * P2);

@@ -3,17 +3,19 @@
 // pass: softmax, sinkhorn, esp and lot, batched over [B, H] and built from the same OperatorSpec (registry
 // schema, names, defaults and validation) as the CPU operators in core/ops, whose conventions they follow:
 // scores S = QKᵀ/√d on unscaled Q, K, attention scale A = n_q·P (rows sum to 1), O = A V.
-//   softmax  : the T = 1 Sinkhorn step (as core/ops/softmax.cpp).
-//   sinkhorn : unrolled log-domain loop, T single normalisations rows first (spec/asap.md §2.3); key masks
-//              in both mask_modes, with −inf potentials instead of multiplied masks (README errata 1).
+//   softmax  : the T = 1 Sinkhorn step (as core/ops/softmax/softmax.cpp).
+//   sinkhorn : unrolled log-domain loop, T single normalisations rows first (docs/operators/sinkhorn.md); key
+//              masks in both mask_modes, with −inf potentials instead of multiplied masks
+//              (docs/conventions.md#log-domain).
 //   esp      : SoftSort plans while the module is training (sort_temp), the spec's `sort` in eval mode
-//              (hard by default). Hard plans come from the core's slices (ops/esp_slice.h), so ties, slicers
-//              and rank couplings are the core's; gradients reach Q, K through the slice weights and V.
-//              Without the attention matrix (training), soft p = 2 self-attention runs through
-//              model/esp_soft_output.h, which never forms the [B, H, L, n, n] plans.
+//              (hard by default). Hard plans come from the core's slices (ops/esp/esp_slice.h), so ties,
+//              slicers and rank couplings are the core's; gradients reach Q, K through the slice weights and
+//              V. Without the attention matrix (training), soft p = 2 self-attention runs through
+//              model/normalisers/esp_soft_output.h, which never forms the [B, H, L, n, n] plans.
 //   lot      : learned pivots per head, parameters `pivots` [H, r, d] and `mass_logits` [H, r]; two log-domain
-//              problems with budget T and the glued coupling applied in O(n r d) (spec/lot.md §3–§4).
-// This header includes LibTorch: only model/ sources include it (TOOLCHAIN.md header hygiene).
+//              problems with budget T and the glued coupling applied in O(n r d)
+//              (docs/operators/lot.md#definition).
+// This header includes LibTorch: only model/ sources include it (docs/building.md#header-hygiene).
 #include <torch/torch.h>
 
 #include <memory>

@@ -24,7 +24,7 @@ void validateParams(const LotParams& p) {
   if (p.r < 1) throw InvalidArgument("lot: r = " + std::to_string(p.r) + " is not valid; expected r >= 1 pivots");
   if (p.maskMode != MaskMode::Subsequence)
     throw InvalidArgument("lot: mask_mode = " + std::string(maskModeName(p.maskMode)) +
-                          " is not supported; expected mask_mode=subsequence (spec/lot.md §5.5)");
+                          " is not supported; expected mask_mode=subsequence (docs/operators/lot.md#masks)");
   if (p.pivotInit == PivotInit::File && p.pivots.size() == 0)
     throw InvalidArgument("lot: pivot_init=file needs pivots=PATH.npy (an r×d array of pivot locations)");
   if (p.pivotInit != PivotInit::File && p.pivots.size() != 0)
@@ -104,7 +104,8 @@ PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Fee
   return r;
 }
 
-// Padded tokens: zero rows of P1, zero columns of P2 and potentials u1, v2 set to 0 (errata 12, §5.5).
+// Padded tokens: zero rows of P1, zero columns of P2 and potentials u1, v2 set to 0
+// (docs/operators/lot.md#masks).
 template <class T>
 void padExtras(PlanResult<T>& r, const Mask& mask) {
   const auto idx = validIndices(mask);

@@ -24,7 +24,8 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   const T eps = T(p.eps);
   const DenseScores<T> X(in.Q, in.K, eps);
 
-  // Marginals (spec/asap.md §2.3): mu_i = 1/n_q; nu_j = 1/n_k, or 0 on padded keys (keep-queries, §2.5).
+  // Marginals (docs/operators/sinkhorn.md#definition): mu_i = 1/n_q; nu_j = 1/n_k, or 0 on padded keys
+  // (keep-queries, docs/conventions.md#masks).
   const Vec<T> logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
   Vec<T> logNu = Vec<T>::Constant(nk, -std::log(T(nk)));
   if (keyMask)

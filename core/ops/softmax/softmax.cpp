@@ -11,8 +11,8 @@ SoftmaxParams SoftmaxParams::from(const ParamSet& params) {
   return p;
 }
 
-// Row softmax is exactly the first Sinkhorn normalisation (spec/asap.md §2.1), so it shares that one
-// implementation: u_i = log(1/n_q) − LSE_j(S_ij + v_j), v = 0 (−inf on padded keys), eps = 1.
+// Row softmax is exactly the first Sinkhorn normalisation (docs/operators/softmax.md#definition), so it
+// shares that one implementation: u_i = log(1/n_q) − LSE_j(S_ij + v_j), v = 0 (−inf on padded keys), eps = 1.
 template <class T>
 PlanResult<T> softmaxAttention(const AttentionInput<T>& input, const SoftmaxParams& params, Feedback& feedback) {
   SinkhornParams asSinkhorn;
