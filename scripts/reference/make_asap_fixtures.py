@@ -14,18 +14,16 @@ Before writing, the 1-D potential is checked on a hand-computed example, every c
 closing marginals and ASAP-0 against its column-softmax form; dual cases take a teacher dual from
 attention_reference.py and must reproduce the teacher (docs/operators/asap.md#teacher-duals, #checks).
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import asap_reference as asap  # noqa: E402
 import attention_reference as sink  # noqa: E402
+import fixture_io as fx  # noqa: E402
 
 # name, n_q, n_k, d, d_v, L (None: the dual of a teacher with budget `teacher_T`), variant, closing, eps,
 # padded positions or None, mask_mode, teacher_T (dual cases) or None, duplicated query rows (ties)
@@ -108,22 +106,18 @@ def check_case(name, res, q, k, p, mask, teacher_T):
 
 def make_case(out_dir, rng, spec):
     name, n_q, n_k, d, d_v, n_slices, variant, closing, eps, padded, mask_mode, teacher_T, ties = spec
-    q = torch.from_numpy(rng.standard_normal((n_q, d)))
+    q = fx.gaussian(rng, n_q, d)
     if ties:  # duplicated queries project to tied x on every slice
         q[n_q // 2:] = q[: n_q - n_q // 2]
-    k = torch.from_numpy(rng.standard_normal((n_k, d)))
-    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    k, val = fx.gaussian(rng, n_k, d), fx.gaussian(rng, n_k, d_v)
+    mask = fx.padding_mask(n_q, padded)
     op = operator_string(variant, closing, eps, mask_mode)
     p = asap.parse_asap(op)
     inputs = {"q": q, "k": k, "v": val}
     if teacher_T is None:
-        z = torch.from_numpy(rng.standard_normal((n_slices, d)))
+        z = fx.gaussian(rng, n_slices, d)
         inputs["slices"] = z / z.norm(dim=1, keepdim=True)  # uniform on the sphere
-        inputs["beta"] = torch.from_numpy(rng.standard_normal(n_slices)) / math.sqrt(n_slices)
+        inputs["beta"] = fx.gaussian(rng, n_slices) / math.sqrt(n_slices)
         p.update(slices=inputs["slices"], beta=inputs["beta"])
     else:
         inputs["dual"] = teacher_dual(q, k, teacher_T, eps, mask, mask_mode)
@@ -134,38 +128,18 @@ def make_case(out_dir, rng, spec):
     arrays = dict(inputs, plan=res.plan, output=res.output, u=res.u, v_dual=res.v, u0=res.u0)
     if res.features is not None:
         arrays["features"] = res.features
-    if mask is not None:
-        arrays["mask"] = mask
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), tensor.numpy())
+    fx.write_case(out_dir, name, arrays, mask)
     return {"name": name, "op": op, "files": ["dual"] if teacher_T else ["slices", "beta"], "n_q": n_q, "n_k": n_k,
             "d": d, "L": n_slices, "variant": variant, "closing": closing, "eps": eps,
             "mask": mask is not None, "mask_mode": mask_mode or "subsequence", "teacher_T": teacher_T}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "asap"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20240617)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
+    args, rng = fx.start(__doc__, "asap", seed=20240617)
     check_hand_example()
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_asap_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v [mask] slices+beta | dual -> plan (A = n_q P) output u v_dual u0 [features]",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__, "q k v [mask] slices+beta | dual -> plan (A = n_q P) output u v_dual u0 "
+                                      "[features]", cases)
 
 
 if __name__ == "__main__":

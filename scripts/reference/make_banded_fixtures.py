@@ -14,18 +14,16 @@ centred base + raw tail (the gauge ledger), a full band against dense Sinkhorn w
 T = 2·(base_steps + tail_steps) from attention_reference.py, the dustbin path against the generic path on the
 augmented tensors; and once, a converged rectangle whose rows sum to n_k/n_q (#rectangles there).
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attention_reference as sink  # noqa: E402
 import banded_reference as band  # noqa: E402
+import fixture_io as fx  # noqa: E402
 
 # name, n_q, n_k, d, d_v, W, base_steps, tail_steps, tile, eps, dustbin, padded positions or None
 CASES = [
@@ -117,13 +115,8 @@ def check_rectangle_convergence():
 
 def make_case(out_dir, rng, spec):
     name, n_q, n_k, d, d_v, W, base_steps, tail_steps, tile, eps, dustbin, padded = spec
-    q = torch.from_numpy(rng.standard_normal((n_q, d)))
-    k = torch.from_numpy(rng.standard_normal((n_k, d)))
-    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    q, k, val = fx.gaussian(rng, n_q, d), fx.gaussian(rng, n_k, d), fx.gaussian(rng, n_k, d_v)
+    mask = fx.padding_mask(n_q, padded)
     op = operator_string(W, base_steps, tail_steps, tile, eps, dustbin)
     p = band.parse_banded(op)
     del p["mask_mode"]
@@ -134,38 +127,17 @@ def make_case(out_dir, rng, spec):
               "tile_row_errors": res.tile_row_errors, "tile_col_errors": res.tile_col_errors}
     if dustbin:
         arrays.update(dustbin_query_mass=res.dustbin_query_mass, dustbin_key_mass=res.dustbin_key_mass)
-    if mask is not None:
-        arrays["mask"] = mask
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), tensor.numpy())
+    fx.write_case(out_dir, name, arrays, mask)
     return {"name": name, "op": op, "n_q": n_q, "n_k": n_k, "d": d, "W": W, "base_steps": base_steps,
             "tail_steps": tail_steps, "tile": tile, "eps": eps, "dustbin": dustbin, "mask": mask is not None}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "banded"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20240618)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
+    args, rng = fx.start(__doc__, "banded", seed=20240618)
     check_rectangle_convergence()
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_banded_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v [mask] -> plan (A) output u v_dual (score coordinates) tile_row_errors "
-                         "tile_col_errors [dustbin_query_mass dustbin_key_mass]",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__, "q k v [mask] -> plan (A) output u v_dual (score coordinates) "
+                                      "tile_row_errors tile_col_errors [dustbin_query_mass dustbin_key_mass]", cases)
 
 
 if __name__ == "__main__":
