@@ -87,7 +87,9 @@ TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
     const auto b = bandedAttention(in, p);
     for (int i = 0; i < 24; ++i)
       for (int j = 0; j < 24; ++j)
-        if (std::abs(i - j) > W) ASSERT_EQ(b.plan(i, j), 0.0) << i << "," << j;
+        if (std::abs(i - j) > W) {
+          ASSERT_EQ(b.plan(i, j), 0.0) << i << "," << j;
+        }
     EXPECT_TRUE(matricesNear(bandedOutput(in, p), *b.output, 1e-12));
     EXPECT_TRUE(matricesNear(*b.output, MatD(b.plan * (*in.V)), 1e-12));
     const auto op = OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse("banded:W=" + std::to_string(W)));
