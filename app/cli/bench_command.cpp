@@ -1,6 +1,6 @@
 // `tlens bench`: median wall time of each operator's C++ CPU path per n, next to the PyTorch reference
 // formulation (scripts/reference/bench_reference.py) run in the same invocation on the same machine.
-// Speed is reported, never asserted (ARCHITECTURE.md, tests). With --lazy both sides time O = A·V only
+// Speed is reported, never asserted (docs/architecture.md#tests). With --lazy both sides time O = A·V only
 // (the structured plans of ops/transport_plan.h), so banded, ESP hard and LOT reach large n.
 #include <algorithm>
 #include <chrono>

@@ -84,7 +84,8 @@ std::string compareText(const CompareReport& report) {
                      ") from " + report.source.toString() + "; distances to #" + std::to_string(report.reference + 1) +
                      " " + ref.label + "\n\n" + table.render() + "\n";
   text +=
-      "err: max / mean |sum - target| in attention scale (spec errata 2); entropy: mean ± std over rows (nats)\n"
+      "err: max / mean |sum - target| in attention scale (docs/conventions.md#marginal-errors); "
+      "entropy: mean ± std over rows (nats)\n"
       "max col, Gini: column sums, the sink signal (Gini 0 = balanced, (n-1)/n = one column holds all)\n"
       "eff rank: exp(entropy of normalised singular values); num rank: σ > max(n_q, n_k)·roundoff·σ_max "
       "(— : skipped above n = 2048)\n"

@@ -1,6 +1,6 @@
 // `tlens`: the headless front end. Composition only: parse, wire, report. Every failure is caught here and
 // reported as one line on stderr; exit status 2 for usage errors (tl::InvalidArgument: bad flags, values,
-// shapes, NaN/Inf input), 1 for files, resources and everything else (ARCHITECTURE.md, errors).
+// shapes, NaN/Inf input), 1 for files, resources and everything else (docs/architecture.md#errors).
 #include <iostream>
 #include <map>
 #include <new>

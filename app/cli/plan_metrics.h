@@ -1,7 +1,7 @@
 #pragma once
 // metrics.json of `tlens plan`: what was computed (family, resolved parameters, source, precision, shapes)
-// and how well (marginal errors per spec/README.md errata 2, their per-step history, the analyses of
-// analysis/summary.h, timing).
+// and how well (marginal errors per docs/conventions.md#marginal-errors, their per-step history, the analyses
+// of analysis/summary.h, timing).
 #include <nlohmann/json.hpp>
 
 #include "analysis/summary.h"

@@ -26,7 +26,7 @@ CommandLine renderCommandLine() {
 
 #ifdef TL_WITH_GUI
 // renderFigures needs a QApplication. Without a display, the offscreen platform draws the 2-D views
-// (TOOLCHAIN.md, headless runs); the 3-D view then reports itself as skipped. The session is loaded and
+// (docs/building.md#headless-runs); the 3-D view then reports itself as skipped. The session is loaded and
 // run first, so its errors reach stderr before Qt starts (and prints its own start-up notes).
 int renderWithQt(const std::string& sessionPath, const std::string& outDir) {
   const SessionResult result = runSession(Session::load(sessionPath));

@@ -2,7 +2,7 @@
 // [CLS] maps of a vision transformer's attention: what the [CLS] token reads from the image patches, how much
 // the patches read from [CLS], and attention rollout across layers (Abnar & Zuidema, "Quantifying attention
 // flow in transformers", 2020), for any operator's plans. Attention is in attention scale (rows = queries),
-// token 0 is [CLS] and tokens 1..rows·cols are the patches in row-major order (spec/esp.md §9 item 7).
+// token 0 is [CLS] and tokens 1..rows·cols are the patches in row-major order (docs/formats.md#token-order).
 #include <vector>
 
 #include "common/matrix.h"

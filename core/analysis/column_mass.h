@@ -19,8 +19,8 @@ struct ColumnMass {
 double giniCoefficient(const VecD& x);
 
 // Column sums of `plan`; the Gini is taken over the columns whose declared target (PlanResult::colTarget,
-// spec/README.md errata 2) is positive: padded keys are empty by construction, not by attention. An empty
-// `colTarget` means every column is active.
+// docs/conventions.md#marginal-errors) is positive: padded keys are empty by construction, not by attention.
+// An empty `colTarget` means every column is active.
 ColumnMass columnMass(const MatD& plan, const VecD& colTarget = VecD());
 
 }  // namespace tl

@@ -12,7 +12,7 @@
 namespace tl {
 
 struct PlanAnalysis {
-  MarginalErrors errors;      // as the operator reported them (PlanResult::errors; spec/README.md errata 2)
+  MarginalErrors errors;      // PlanResult::errors as reported (docs/conventions.md#marginal-errors)
   bool massMismatch = false;  // row and column targets differ in total: label errors "mass mismatch"
   RowEntropy entropy;
   ColumnMass columnMass;

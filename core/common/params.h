@@ -1,7 +1,7 @@
 #pragma once
 // Parameters are declared once, as a schema, and that schema drives the CLI's help and parsing, the GUI's
 // controls and the Session JSON. Operators and synthetic sources both use it, so a new family plugs in
-// without touching the front ends. Names follow the glossary in shared/spec/README.md.
+// without touching the front ends. Names follow the glossary, docs/conventions.md#glossary.
 #include <map>
 #include <optional>
 #include <string>

@@ -4,7 +4,7 @@
 // float32 (optionally with TF32 tensor cores for the score and P·V products, CudaOptions::tf32); inputs may be
 // f32, f16 or bf16.
 //
-// Conventions (docs of core/ops/sinkhorn.h and spec/README.md): scores S = QKᵀ/√d, X = S/eps; transport plan
+// Conventions (core/ops/sinkhorn/sinkhorn.h, docs/conventions.md#scores): scores S = QKᵀ/√d, X = S/eps; transport plan
 // P_ij = exp(X_ij + ut_i + vt_j) with potentials in eps units, attention plan A = scale · P (the project uses
 // scale = n_q), duals in score coordinates u = eps·ut, v = eps·vt. A token whose log marginal is −inf is
 // inactive: its potential is −inf and its plan row (column) is 0. Mask modes are the caller's business: for

@@ -1,5 +1,5 @@
 #pragma once
-// The host side of a dense softmax/Sinkhorn run: device buffers, the duals loop of core/ops/sinkhorn_loop.h
+// The host side of a dense softmax/Sinkhorn run: device buffers, the duals loop of core/ops/sinkhorn/sinkhorn_loop.h
 // as a sequence of kernel launches, the optional outputs, and the downloads. Written once as a template over
 // the device so that the same orchestration runs on the GPU (CudaDevice, cuda_device.cuh; instantiated in
 // dense_run.cu) and, kernel body by kernel body, on the CPU (SimDevice in tests/core/cuda).
@@ -299,7 +299,7 @@ class DenseRun {
                           L_.ldQ, L_.ldK, scoreScale_, p_.scale};
   }
 
-  // Half-step t (1-based) of core/ops/sinkhorn_loop.h: odd t normalises rows, even t columns; t = T + 1 only
+  // Half-step t (1-based) of core/ops/sinkhorn/sinkhorn_loop.h: odd t normalises rows, even t columns; t = T + 1 only
   // records the last plan's errors on its open side.
   template <class K>
   void halfStep(int t) {

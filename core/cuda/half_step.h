@@ -1,5 +1,5 @@
 #pragma once
-// The per-token arithmetic of one Sinkhorn half-step after its log-sum-exp (core/ops/sinkhorn_loop.h, written
+// The per-token arithmetic of one Sinkhorn half-step after its log-sum-exp (core/ops/sinkhorn/sinkhorn_loop.h, written
 // once for the kernels and their CPU tests). Potentials are in eps units (ut = u/eps, vt = v/eps) and the
 // attention plan is A_ij = scale · exp(x_ij + ut_i + vt_j), x = QKᵀ/(√d·eps).
 #include "cuda/host_device.h"

@@ -5,7 +5,7 @@
 //
 // −inf terms are masked scores (inactive keys, padding): they add nothing. If every term so far was −inf the
 // state stays (m = −inf, s = 0) and finalize() gives −inf, never NaN: no expression below ever evaluates
-// (−inf) − (−inf) (spec/README.md errata 1).
+// (−inf) − (−inf) (docs/conventions.md#log-domain).
 #include "cuda/host_device.h"
 
 namespace tl::cuda {

@@ -1,6 +1,6 @@
 #pragma once
-// Sinkhorn attention on the GPU (core/ops/sinkhorn.h on the CUDA backend): the log-domain duals loop of
-// core/ops/sinkhorn_loop.h with scores recomputed tile by tile (FlashSinkhorn-style streaming log-sum-exp):
+// Sinkhorn attention on the GPU (core/ops/sinkhorn/sinkhorn.h on the CUDA backend): the log-domain duals loop of
+// core/ops/sinkhorn/sinkhorn_loop.h with scores recomputed tile by tile (FlashSinkhorn-style streaming log-sum-exp):
 // device memory O(batch·n·(d + d_v)), never n_q × n_k unless the dense plan is asked for.
 // Conventions and the problem: attention_problem.h. Throws InvalidArgument (bad request), CudaError (no
 // device, old driver, out of memory, kernel failure) or tl::Canceled; device memory is released on every path.

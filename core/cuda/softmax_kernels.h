@@ -6,7 +6,7 @@
 //   O_i = scale·μ_i · (Σ_j exp(x_ij + vt_j − m_i) v_j) / l_i   (= Σ_j A_ij v_j of the T = 1 Sinkhorn plan),
 //   and the row LSE state (m_i, l_i) in the LsePartialKernel layout (one split), so CloseHalfStepKernel turns
 //   it into u_i = logμ_i − LSE_i exactly as for the first Sinkhorn half-step.
-// vt is the key potential of softmax: 0 on active keys, −inf on inactive ones (core/ops/softmax.h).
+// vt is the key potential of softmax: 0 on active keys, −inf on inactive ones (core/ops/softmax/softmax.h).
 #include "cuda/dense_kernels.h"
 
 namespace tl::cuda {

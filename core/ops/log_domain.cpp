@@ -8,7 +8,7 @@
 namespace tl {
 namespace {
 // A running max of -inf means every term is -inf (all masked): use 0 so that exp(x - m) never sees
-// -inf - (-inf) = NaN; the sum is then 0 and its log -inf (spec/README.md errata 1).
+// -inf - (-inf) = NaN; the sum is then 0 and its log -inf (docs/conventions.md#log-domain).
 template <class T>
 T safeMax(T m) {
   return m == -std::numeric_limits<T>::infinity() ? T(0) : m;

@@ -1,7 +1,8 @@
 #pragma once
 // Log-sum-exp along rows and columns of the scaled score matrix X = S/eps, with per-column (resp. per-row)
 // potentials added in the exponent. Shared by every Sinkhorn-type half-step and c-transform.
-// -inf entries (masked keys) are safe: an all -inf set uses max 0 (spec/README.md errata 1), giving -inf.
+// -inf entries (masked keys) are safe: an all -inf set uses max 0 (docs/conventions.md#log-domain), giving
+// -inf.
 #include <limits>
 
 #include "common/matrix.h"
@@ -24,7 +25,7 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift);
 template <class T>
 Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift);
 
-// S = Q Kᵀ / sqrt(d) (spec/README.md conventions).
+// S = Q Kᵀ / sqrt(d) (docs/conventions.md#scores).
 template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K);
 

@@ -1,5 +1,6 @@
 #pragma once
-// Marginal errors from row/column sums against declared targets (attention scale; spec/README.md errata 2).
+// Marginal errors from row/column sums against declared targets (attention scale;
+// docs/conventions.md#marginal-errors).
 #include "common/matrix.h"
 #include "ops/plan_result.h"
 

@@ -1,9 +1,9 @@
 #pragma once
-// Padding conventions shared by every family (spec/README.md glossary, `mask_mode`).
+// Padding conventions shared by every family (docs/conventions.md#masks, `mask_mode`).
 //  subsequence  : padded tokens are dropped; the operator acts on the valid sub-block with marginals
 //                 1/n_valid; padded rows and columns of the plan are 0 (duals -inf there).
-//  keep-queries : Sinkformer text-code convention (spec/asap.md §2.5): padded keys get zero column mass,
-//                 every query row is kept with mu = 1/n.
+//  keep-queries : Sinkformer text-code convention (docs/conventions.md#masks): padded keys get zero column
+//                 mass, every query row is kept with mu = 1/n.
 #include <string>
 
 #include "common/param_bindings.h"

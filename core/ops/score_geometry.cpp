@@ -11,7 +11,7 @@ namespace {
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-// Running (max, sum) of a log-sum-exp accumulated term by term; −inf safe (spec/README.md errata 1).
+// Running (max, sum) of a log-sum-exp accumulated term by term; −inf safe (docs/conventions.md#log-domain).
 template <class T>
 struct OnlineLse {
   T max = kNegInf<T>;

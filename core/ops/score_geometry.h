@@ -2,7 +2,7 @@
 // Scaled scores X = S/eps = QKᵀ/(√d·eps) on a support, and the operations a Sinkhorn-type loop needs from
 // them: log-sum-exp along rows and columns with potentials added, the plan, and its product with V.
 //   DenseScores : every (i, j); n_q × n_k storage.
-//   BandScores  : |i − j| ≤ W on raw indices (spec/banded-sinkhorn.md §2.1, A2); n_q × (2W+1) storage, so
+//   BandScores  : |i − j| ≤ W on raw indices (docs/operators/banded.md#rectangles); n_q × (2W+1) storage, so
 //                 memory and every pass are O(n·W). Rows (columns) with no support entry are inactive.
 // Entries off the support are −inf: they carry exactly zero mass.
 #include "common/matrix.h"

@@ -11,7 +11,7 @@ namespace {
 
 std::string shapeText(Eigen::Index rows, Eigen::Index cols) { return std::to_string(rows) + "×" + std::to_string(cols); }
 
-// spec/esp.md §2.2 [ours], §10.9: row-normalised Gaussian directions.
+// slicer=random: row-normalised Gaussian directions (docs/operators/esp.md#slicers).
 MatD randomDirections(int L, int d, uint64_t seed) {
   SeededRandom random(seed);
   MatD theta(L, d);

@@ -1,5 +1,5 @@
 #pragma once
-// ESP slice directions Θ (L×d, one direction per row; spec/esp.md §2.2 step 1, §7, §10.9).
+// ESP slice directions Θ (L×d, one direction per row; docs/operators/esp.md#slicers).
 //  axis   : Θ = I_d, L = d (the paper's default: slice l is feature l of the head)
 //  random : L frozen directions θ_l = φ_l/‖φ_l‖, φ_l ~ N(0, I_d) from an explicit seed (SeededRandom,
 //           filled row by row), so a result can be regenerated bit-for-bit

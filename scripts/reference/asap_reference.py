@@ -1,19 +1,21 @@
 """Independent PyTorch reference for the ASAP online operator (compiled Sinkhorn layer).
 
-Written from the specification only (shared/spec/asap.md §2.3, §2.5, §3–§4, shared/spec/README.md
-conventions and errata 13–14), never from the C++ sources, so the fixtures it produces are a real
-cross-check of core/ops/asap.cpp and sliced_potentials.cpp.
+Written independently from the papers' mathematics, never from the C++ sources, so the fixtures it produces
+are a real cross-check of core/ops/asap/asap.cpp and sliced_potentials.cpp. What it computes is documented in
+docs/operators/asap.md and docs/conventions.md.
 
-  projections  x = Q θᵀ / d^{1/4}, y = K θᵀ / d^{1/4} (eq 11); 1-D cost ½(x − y)²
+  projections  x = Q θᵀ / d^{1/4}, y = K θᵀ / d^{1/4} (docs/operators/asap.md#features); 1-D cost ½(x − y)²
   potential    f(z) = ½z² − φ(z), φ convex piecewise linear: φ(x_(1)) = 0, slope y_(i) on [x_(i), x_(i+1)]
-               (y_(⌈i·n_k/n_q⌉) when n_q ≠ n_k, §3.2 [G]), outer rays of slope y_(1) and y_(n_k) (eq 12/B.4)
-  features     Φ[:, l] = f^{θ_l} − mean over active queries (§3.3, §3.5); padded queries (keep-queries)
-               get the convex extension f(x) at their projection (§9.5 default)
-  source dual  u0 = Φβ − a, a_i = ‖q_i‖²/(2√d) (§4.2, D.1), or a given `dual` in score coordinates
+               (y_(⌈i·n_k/n_q⌉) when n_q ≠ n_k, the tool's extension), outer rays of slope y_(1) and y_(n_k)
+  features     Φ[:, l] = f^{θ_l} − mean over active queries (docs/operators/asap.md#features); padded queries
+               (keep-queries) get the convex extension f(x) at their projection (docs/operators/asap.md#masks)
+  source dual  u0 = Φβ − a, a_i = ‖q_i‖²/(2√d) (docs/operators/asap.md#closures), or a given `dual` in score
+               coordinates
   closures     key:    v_j = eps·log ν_j − eps·LSE_i((S_ij + u_i)/eps)   (ν_j = 0 on padded keys: v_j = −∞)
                source: u_i = eps·log μ_i − eps·LSE_j((S_ij + v_j)/eps)   (μ_i = 1/n_q for every query)
   variants     asap0: P(u0, key(u0)); two-sided column: v1, u1, v2 → P(u1, v2); row: v1, u1 → P(u1, v1)
-  scales       A = n_q·P, O = A V; mask_mode subsequence (drop padded tokens) or keep-queries (§2.5)
+  scales       A = n_q·P, O = A V; mask_mode subsequence (drop padded tokens) or keep-queries
+               (docs/conventions.md#masks)
 """
 import math
 from dataclasses import dataclass
@@ -37,7 +39,7 @@ class AsapResult:
 
 
 def _slope_keys(y_sorted: torch.Tensor, n_x: int) -> torch.Tensor:
-    """Slope of φ on [x_(i), x_(i+1)], i = 1..n_x−1: the key matched to the i-th query (§3.2)."""
+    """Slope of φ on [x_(i), x_(i+1)], i = 1..n_x−1: the key matched to the i-th query."""
     n_y = y_sorted.shape[0]
     i = torch.arange(1, n_x)
     return y_sorted[torch.clamp((i * n_y + n_x - 1) // n_x, 1, n_y) - 1]  # y_(⌈i·n_y/n_x⌉), 1-based
@@ -62,7 +64,7 @@ def potential_1d(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def potential_extension(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """f(z) = ½z² − φ(z) with φ convex piecewise linear = the maximum of its affine pieces (§3.2)."""
+    """f(z) = ½z² − φ(z) with φ convex piecewise linear = the maximum of its affine pieces."""
     x_sorted, y_sorted, slopes, phi_knots = convex_phi(x, y)
     # Pieces through (knot, φ(knot)): left ray, segments i = 1..n−1, right ray.
     knots = torch.cat([x_sorted[:1], x_sorted[:-1], x_sorted[-1:]])
@@ -73,8 +75,8 @@ def potential_extension(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> to
 
 
 def sliced_features(q, k, slices, active=None) -> torch.Tensor:
-    """Φ (§3.3): one centred 1-D potential per slice; active queries against active keys (§3.5)."""
-    scale = q.shape[1] ** -0.25  # eq 11
+    """Φ: one centred 1-D potential per slice; active queries against active keys (docs/operators/asap.md#features)."""
+    scale = q.shape[1] ** -0.25  # d^{-1/4} projections
     xs, ys = q @ slices.T * scale, k @ slices.T * scale
     if active is None:
         active = torch.ones(q.shape[0], dtype=torch.bool)
@@ -92,7 +94,8 @@ def sliced_features(q, k, slices, active=None) -> torch.Tensor:
 
 def key_closure(s, u, log_nu, eps):
     v = eps * log_nu - eps * ref.safe_logsumexp((s + u[:, None]) / eps, dim=0)
-    return torch.where(torch.isfinite(log_nu), v, torch.full_like(v, NEG_INF))  # errata 14
+    # padded keys get v = −∞ (docs/operators/asap.md#masks)
+    return torch.where(torch.isfinite(log_nu), v, torch.full_like(v, NEG_INF))
 
 
 def source_closure(s, v, log_mu, eps):
@@ -100,7 +103,7 @@ def source_closure(s, v, log_mu, eps):
 
 
 def _asap_dense(q, k, val, p, key_active, dual):
-    """One head, every query kept (μ = 1/n_q), keys with ν = 1/n_k or 0 where padded (§2.5, D.1)."""
+    """One head, every query kept (μ = 1/n_q), keys with ν = 1/n_k or 0 where padded (docs/operators/asap.md#masks)."""
     n_q, n_k = q.shape[0], k.shape[0]
     s = ref.scores(q, k)
     log_mu = torch.full((n_q,), -math.log(n_q), dtype=q.dtype)
@@ -113,10 +116,11 @@ def _asap_dense(q, k, val, p, key_active, dual):
     else:
         features = sliced_features(q, k, p["slices"], key_active)
         a = (q ** 2).sum(1) / (2 * math.sqrt(q.shape[1]))
-        u0 = features @ p["beta"] - a  # §4.2 / D.1: cost-unit prediction shifted to score coordinates
+        # docs/operators/asap.md#closures: the cost-unit prediction shifted to score coordinates
+        u0 = features @ p["beta"] - a
     eps = p["eps"]
     u, v = u0, key_closure(s, u0, log_nu, eps)
-    if p["variant"] == "two-sided":  # eq 16: col, row (, col)
+    if p["variant"] == "two-sided":  # col, row (, col)
         u = source_closure(s, v, log_mu, eps)
         if p["closing"] == "column":
             v = key_closure(s, u, log_nu, eps)
@@ -137,7 +141,7 @@ def asap_attention(q, k, val=None, *, mask=None, **p) -> AsapResult:
     dual = p.get("dual")
     if mask is None or p["mask_mode"] == "keep-queries":
         return _asap_dense(q, k, val, p, mask, dual)
-    # subsequence: the operator acts on the valid tokens only (README glossary, mask_mode).
+    # subsequence: the operator acts on the valid tokens only (docs/conventions.md#masks).
     idx = torch.nonzero(mask).squeeze(1)
     n = mask.shape[0]
     sub = _asap_dense(q[idx], k[idx], val[idx] if val is not None else None, p, None,

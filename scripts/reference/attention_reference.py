@@ -1,8 +1,8 @@
 """Independent PyTorch reference for softmax and log-domain Sinkhorn attention.
 
-Written from the specification only (shared/spec/README.md conventions and errata,
-shared/spec/asap.md §2.3 and §2.5), never from the C++ sources, so that the fixtures it produces
-are a real cross-check of core/ops/sinkhorn.cpp and softmax.cpp.
+Written independently from the papers' mathematics, never from the C++ sources, so that the fixtures it
+produces are a real cross-check of core/ops/sinkhorn/ and core/ops/softmax/. What it computes is documented in
+docs/conventions.md, docs/operators/sinkhorn.md and docs/operators/softmax.md.
 
 Conventions (one meaning everywhere):
   scores      S = Q Kᵀ / √d, kernel exp(S / eps)
@@ -11,8 +11,8 @@ Conventions (one meaning everywhere):
   scales      transport plan P (marginals mu, nu) and attention A = n_q · P; output O = A V
   mask_mode   "subsequence": padded tokens are dropped, the operator runs on the valid block with
               marginals 1/n_valid; padded plan rows/columns are 0 and padded duals -inf.
-              "keep-queries" (asap.md §2.5): padded keys get nu_j = 0 and v_j = -inf; every query row
-              is kept with mu_i = 1/n.
+              "keep-queries" (docs/conventions.md#masks): padded keys get nu_j = 0 and v_j = -inf; every query
+              row is kept with mu_i = 1/n.
 """
 import math
 from dataclasses import dataclass
@@ -36,16 +36,17 @@ def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def safe_logsumexp(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """log Σ exp(x) along `dim`; an all -inf slice gives -inf, never NaN (spec errata 1: max 0 then)."""
+    """log Σ exp(x) along `dim`; an all -inf slice gives -inf, never NaN (docs/conventions.md#log-domain)."""
     m = x.max(dim=dim, keepdim=True).values
     m = torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
     return (m + torch.log(torch.exp(x - m).sum(dim=dim, keepdim=True))).squeeze(dim)
 
 
 def sinkhorn_duals(s: torch.Tensor, eps: float, budget: int, log_mu: torch.Tensor, log_nu: torch.Tensor):
-    """asap.md §2.3: alternate exact c-transforms, rows first, for `budget` single normalisations.
+    """docs/operators/sinkhorn.md#definition: alternate exact c-transforms, rows first, for `budget` single
+    normalisations.
 
-    A key with zero mass (log_nu = -inf) keeps v_j = -inf throughout (asap.md §2.5, errata 1).
+    A key with zero mass (log_nu = -inf) keeps v_j = -inf throughout (docs/conventions.md#log-domain).
     """
     key_active = torch.isfinite(log_nu)
     u = torch.zeros(s.shape[0], dtype=s.dtype)
@@ -60,7 +61,7 @@ def sinkhorn_duals(s: torch.Tensor, eps: float, budget: int, log_mu: torch.Tenso
 
 
 def transport_plan(s: torch.Tensor, u: torch.Tensor, v: torch.Tensor, eps: float) -> torch.Tensor:
-    # -inf duals give exp(-inf) = 0 inside the exponent: masks never multiply after exp (errata 1).
+    # -inf duals give exp(-inf) = 0 inside the exponent: masks never multiply after exp.
     return torch.exp((s + u[:, None] + v[None, :]) / eps)
 
 
@@ -95,7 +96,7 @@ def _on_valid_subsequence(q, k, val, mask, eps, budget) -> AttentionResult:
 
 
 def sinkhorn_attention(q, k, val=None, *, budget=10, eps=1.0, mask=None, mask_mode="subsequence"):
-    """Finite-budget log-domain Sinkhorn attention (spec README conventions, asap.md §2.3/§2.5)."""
+    """Finite-budget log-domain Sinkhorn attention (docs/operators/sinkhorn.md)."""
     if budget < 1:
         raise ValueError("budget T must be >= 1")
     if mask is None:
@@ -115,7 +116,7 @@ def softmax_attention(q, k, val=None, *, mask=None, mask_mode="subsequence"):
 
 
 def parse_operator(text: str):
-    """'sinkhorn:T=10,eps=0.5' → (family, params) with the spec's defaults (T=10, eps=1, subsequence)."""
+    """'sinkhorn:T=10,eps=0.5' → (family, params) with the documented defaults (T=10, eps=1, subsequence)."""
     family, _, rest = text.partition(":")
     params = {"mask_mode": "subsequence"}
     if family == "sinkhorn":

@@ -1,21 +1,24 @@
 """Independent PyTorch reference for banded (block-wise) Sinkhorn attention, forward pass.
 
-Written from the specification only (shared/spec/banded-sinkhorn.md §2.1–§2.5 and §4, shared/spec/README.md
-glossary and errata 3, 16–18), never from the C++ sources, so the fixtures it produces are a real
-cross-check of core/ops/banded.cpp.
+Written independently from the paper's mathematics, never from the C++ sources, so the fixtures it produces
+are a real cross-check of core/ops/banded/banded.cpp. What it computes is documented in
+docs/operators/banded.md and docs/conventions.md.
 
-  support     Ω = {(i, j): |i − j| ≤ W} on raw indices of the (valid) sequence (§2.1, A2); rows/columns
-              without a support entry are inactive: zero mass, potential −∞ here (README: −∞ = zero mass)
-  half-steps  unit targets in the eps-scaled internal gauge (§2.2): u_i = −LSE_j(X_ij + v_j),
+  support     Ω = {(i, j): |i − j| ≤ W} on raw indices of the (valid) sequence
+              (docs/operators/banded.md#definition); rows/columns without a support entry are inactive: zero
+              mass, potential −∞ here (docs/conventions.md#duals)
+  half-steps  unit targets in the eps-scaled internal gauge: u_i = −LSE_j(X_ij + v_j),
               v_j = −LSE_i(X_ij + u_i) over Ω, X = QKᵀ/(√d·eps); plan exp(X + u ⊕ v) is already attention scale
   schedule    v = 0; base_steps full steps (row then column) each followed by centring u −= m, v += m with
-              m = mean of active u, cumulative gauge c += m (§2.3); then tail_steps raw full steps (§2.4)
-  duals       written in score coordinates (errata 3): u = eps·(u_b + c − log n_q), v = eps·(v_b − c),
-              i.e. the uncentred iteration with μ = 1/n_q, so a full band equals dense Sinkhorn with T = 2·steps
-  dustbin     §4: one zero token per side appended (q = k = v = 0), unit mass, support dense on the
-              augmented system (W~ covers everything); results reported for the real tokens, plus the mass
-              each real row sends to the dustbin key and each real column receives from the dustbin query
-  mask        mask_mode = subsequence: the operator acts on the valid sub-sequence (README glossary)
+              m = mean of active u, cumulative gauge c += m; then tail_steps raw full steps
+  duals       written in score coordinates (docs/conventions.md#duals): u = eps·(u_b + c − log n_q),
+              v = eps·(v_b − c), i.e. the uncentred iteration with μ = 1/n_q, so a full band equals dense
+              Sinkhorn with T = 2·steps
+  dustbin     docs/operators/banded.md#dustbin: one zero token per side appended (q = k = v = 0), unit mass,
+              support dense on the augmented system (W~ covers everything); results reported for the real
+              tokens, plus the mass each real row sends to the dustbin key and each real column receives from
+              the dustbin query
+  mask        mask_mode = subsequence: the operator acts on the valid sub-sequence (docs/conventions.md#masks)
   tile errors max |row (column) sum − target| of the final plan per block of `tile` consecutive tokens of
               the system that was solved (valid tokens, dustbin included)
 """
@@ -41,7 +44,7 @@ class BandedResult:
 
 
 def lse(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """log Σ exp along `dim`; an empty (all −inf) slice gives −inf, never NaN (errata 17)."""
+    """log Σ exp along `dim`; an empty (all −inf) slice gives −inf, never NaN (docs/conventions.md#log-domain)."""
     m = x.max(dim=dim, keepdim=True).values
     m = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
     return (m + torch.log(torch.exp(x - m).sum(dim=dim, keepdim=True))).squeeze(dim)
@@ -61,7 +64,7 @@ def per_tile_max(err: torch.Tensor, tile: int) -> torch.Tensor:
 
 def _banded_valid(q, k, val, p) -> BandedResult:
     n_q0, n_k0 = q.shape[0], k.shape[0]
-    if p["dustbin"]:  # §4: a neutral dustbin token per side
+    if p["dustbin"]:  # a neutral dustbin token per side
         q = torch.cat([q, q.new_zeros(1, q.shape[1])])
         k = torch.cat([k, k.new_zeros(1, k.shape[1])])
         val = torch.cat([val, val.new_zeros(1, val.shape[1])]) if val is not None else None
@@ -74,12 +77,12 @@ def _banded_valid(q, k, val, p) -> BandedResult:
     u = torch.where(active_rows, 0.0, NEG_INF).to(q.dtype)
     v = torch.where(active_cols, 0.0, NEG_INF).to(q.dtype)
     c = 0.0
-    for _ in range(p["base_steps"]):  # stopped base, centred after every full step (§2.3)
+    for _ in range(p["base_steps"]):  # stopped base, centred after every full step
         u = row_half(x, v, active_rows)
         v = col_half(x, u, active_cols)
         m = u[active_rows].mean()
         u, v, c = u - m, v + m, c + m
-    for _ in range(p["tail_steps"]):  # raw tail (§2.4)
+    for _ in range(p["tail_steps"]):  # raw tail
         u = row_half(x, v, active_rows)
         v = col_half(x, u, active_cols)
 

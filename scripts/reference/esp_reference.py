@@ -1,7 +1,7 @@
 """Independent PyTorch reference for ESP attention (ESPFormer) in float64.
 
-Written from the specification only (shared/spec/esp.md §2–§4, §9.3, §10 and the README errata), never
-from the C++ sources, so the fixtures it produces are a real cross-check of core/ops/esp*.cpp.
+Written independently from the papers' mathematics, never from the C++ sources, so the fixtures it produces
+are a real cross-check of core/ops/esp/. What it computes is documented in docs/operators/esp.md.
 
 Everything is dense and literal: per slice θ_l the sorting matrices R^Q (n_q×n_q) and R^K (n_k×n_k), with
 row r = rank r and column i = token i, the rank coupling Λ (n_q×n_k, plan scale), and the lifted plan
@@ -12,9 +12,10 @@ O = A V.
   sort=hard, ties=split : eq. 5; R[r, i] = 1/|g(i)| for the ranks r that i's tie group occupies
   sort=soft             : SoftSort, R[r, j] = softmax_j(−(v_[r] − v_j)²/t) with descending anchors v_[r]
   rank_coupling         : nw-corner Λ[r,s] = |[r/n_q,(r+1)/n_q) ∩ [s/n_k,(s+1)/n_k)|, or the paper's hat
-                          matrix max(0, 1 − |r(n_k−1)/(n_q−1) − s|)/n_q (§2.5); both I/n when n_q = n_k
-  compat=reference-code : p = 1 on q, k scaled by d^{-1/2} (§10.2, §10.6)
-  mask_mode=subsequence : run on the valid tokens, embed with zero rows/columns (§3.4)
+                          matrix max(0, 1 − |r(n_k−1)/(n_q−1) − s|)/n_q (docs/operators/esp.md#unequal-sizes);
+                          both I/n when n_q = n_k
+  compat=reference-code : p = 1 on q, k scaled by d^{-1/2} (docs/operators/esp.md#compat)
+  mask_mode=subsequence : run on the valid tokens, embed with zero rows/columns (docs/operators/esp.md#masks)
 
 Also returned: the break-rule matching per slice (for each query, the key whose rank gets most of its rank's
 mass, first on ties; -1 at padded queries), tied tokens per slice, and in soft mode max|A_soft − A_hard|.
@@ -55,8 +56,9 @@ def hard_sorting_matrix(values: torch.Tensor, split: bool) -> torch.Tensor:
 
 
 def soft_sorting_matrix(values: torch.Tensor, temp: float) -> torch.Tensor:
-    """Descending anchors, as in the public code (§4.1). Both sides flip together and both rank couplings are
-    centrosymmetric (Λ[n_q−1−r, n_k−1−s] = Λ[r, s]), so the plan equals the ascending one (oracle O9)."""
+    """Descending anchors, as in the public code. Both sides flip together and both rank couplings are
+    centrosymmetric (Λ[n_q−1−r, n_k−1−s] = Λ[r, s]), so the plan equals the ascending one
+    (docs/operators/esp.md#resolutions)."""
     anchors = torch.sort(values, descending=True).values
     return torch.softmax(-(anchors[:, None] - values[None, :]) ** 2 / temp, dim=1)
 
@@ -159,7 +161,7 @@ DEFAULTS = {"tau": 0.1, "p": 2.0, "sort": "hard", "sort_temp": 1e-3, "ties": "sp
 
 
 def parse_esp(text: str) -> dict:
-    """'esp:tau=1,sort=soft' → parameters (the glossary names of shared/spec/README.md)."""
+    """'esp:tau=1,sort=soft' → parameters (the glossary names of docs/conventions.md#glossary)."""
     family, _, rest = text.partition(":")
     assert family == "esp", text
     params = {}

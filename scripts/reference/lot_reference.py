@@ -1,8 +1,8 @@
 """Independent PyTorch reference for LOT attention (low-rank doubly stochastic attention via pivots).
 
-Written from the specification only (shared/spec/lot.md §2-§4 and §5.5, shared/spec/README.md
-conventions and errata 11-12), never from the C++ sources, so that the fixtures it produces are a
-real cross-check of core/ops/lot*.cpp.
+Written independently from the paper's mathematics, never from the C++ sources, so that the fixtures it
+produces are a real cross-check of core/ops/lot/. What it computes is documented in docs/operators/lot.md
+and docs/conventions.md.
 
 Conventions (one meaning everywhere):
   similarities S1 = Q Zᵀ/√d (queries × pivots), S2 = Z Kᵀ/√d (pivots × keys); 1/√d never on Z alone
@@ -14,7 +14,7 @@ Conventions (one meaning everywhere):
   coupling     A = n_q · P1 diag(1/w) P2 (attention scale); output O = n_q · P1 (diag(1/w) (P2 V))
   mask_mode    "subsequence" only: padded tokens are dropped, LOT runs on the valid tokens with
                marginals 1/n_valid; padded plan rows/columns, output rows, P1 rows and P2 columns are 0,
-               and padded potentials u1, v2 are 0 (errata 12).
+               and padded potentials u1, v2 are 0 (docs/operators/lot.md#masks).
 """
 import math
 from dataclasses import dataclass
@@ -37,7 +37,8 @@ class LotResult:
 
 
 def entropic_duals(s: torch.Tensor, log_a: torch.Tensor, log_b: torch.Tensor, eps: float, budget: int):
-    """lot.md §3.3 `sinkhorn_log` in score coordinates: alternate exact row / column closures, rows first."""
+    """The Sinkhorn loop (docs/operators/sinkhorn.md#definition) in score coordinates: alternate exact row /
+    column closures, rows first."""
     u = torch.zeros(s.shape[0], dtype=s.dtype)
     v = torch.zeros(s.shape[1], dtype=s.dtype)
     for t in range(budget):
@@ -65,7 +66,7 @@ def _lot_unmasked(q, k, val, pivots, mass_logits, eps, budget, mass_temp) -> Lot
     plan = n_q * (p1 * inv_w[None, :]) @ p2
     output = None
     if val is not None:
-        output = n_q * p1 @ (inv_w[:, None] * (p2 @ val))  # lot.md §4.4 order, O(n r d)
+        output = n_q * p1 @ (inv_w[:, None] * (p2 @ val))  # lazy order, O(n r d)
     return LotResult(plan, output, p1, p2, torch.exp(log_w), u1, v1, u2, v2)
 
 
@@ -100,8 +101,9 @@ def lot_attention(q, k, val=None, *, pivots, mass_logits, eps=1.0, budget=5, mas
 
 
 def scaling_lot_plan(q, k, pivots, mass_logits, eps, budget, mass_temp):
-    """A second formulation for self-checks: plain matrix scaling (lot.md §3.1, P = diag(u) K diag(v)) of
-    kernels exp(S/eps) with per-row maxima removed (the first row scaling absorbs them), glued as in §4.1."""
+    """A second formulation for self-checks: plain matrix scaling (P = diag(u) K diag(v)) of
+    kernels exp(S/eps) with per-row maxima removed (the first row scaling absorbs them), glued as in
+    docs/operators/lot.md#definition."""
     n_q, n_k, d = q.shape[0], k.shape[0], q.shape[1]
     w = torch.softmax(mass_logits / mass_temp, dim=0)
 

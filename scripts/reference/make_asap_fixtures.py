@@ -10,22 +10,20 @@ u0 (the predicted source dual Φβ − a, or the given dual) and, for slices cas
 under subsequence). cases.json lists each case's operator string *without* the file paths and the names of its
 file parameters; a replaying test appends `,slices=<case>/slices.npy,beta=<case>/beta.npy` (or `,dual=...`).
 
-Before writing, the 1-D potential is checked on the hand example of asap.md §3.2, every case against the
-exact-marginal oracles (4, 5, 11) and ASAP-0 against its column-softmax form (oracle 27); dual cases take a
-teacher dual from attention_reference.py and must reproduce the teacher (oracles 6, 7, 8).
+Before writing, the 1-D potential is checked on a hand-computed example, every case against its exact
+closing marginals and ASAP-0 against its column-softmax form; dual cases take a teacher dual from
+attention_reference.py and must reproduce the teacher (docs/operators/asap.md#teacher-duals, #checks).
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import asap_reference as asap  # noqa: E402
 import attention_reference as sink  # noqa: E402
+import fixture_io as fx  # noqa: E402
 
 # name, n_q, n_k, d, d_v, L (None: the dual of a teacher with budget `teacher_T`), variant, closing, eps,
 # padded positions or None, mask_mode, teacher_T (dual cases) or None, duplicated query rows (ties)
@@ -62,7 +60,7 @@ def operator_string(variant, closing, eps, mask_mode):
 
 
 def check_hand_example():
-    """asap.md §3.2: x = (0, 1, 3), y = (−1, 0.5, 2) give f = (0, 1.5, 4.5); shuffled inputs follow."""
+    """Hand-computed: x = (0, 1, 3), y = (−1, 0.5, 2) give f = (0, 1.5, 4.5); shuffled inputs follow."""
     f = asap.potential_1d(torch.tensor([0.0, 1, 3]), torch.tensor([-1.0, 0.5, 2]))
     g = asap.potential_1d(torch.tensor([3.0, 0, 1]), torch.tensor([2.0, -1, 0.5]))
     if not (torch.allclose(f, torch.tensor([0.0, 1.5, 4.5]), atol=1e-15)
@@ -71,7 +69,7 @@ def check_hand_example():
 
 
 def teacher_dual(q, k, budget, eps, mask, mask_mode):
-    """The closure-ready teacher dual (§2.4, errata 13): u^(T−1) for even T, u^(T−2) for odd T."""
+    """The closure-ready teacher dual (docs/operators/asap.md#teacher-duals): u^(T−1) for even T, u^(T−2) for odd T."""
     closure_ready = budget - 1 if budget % 2 == 0 else budget - 2
     return sink.sinkhorn_attention(q, k, budget=closure_ready, eps=eps, mask=mask,
                                    mask_mode=mask_mode or "subsequence").u
@@ -80,7 +78,8 @@ def teacher_dual(q, k, budget, eps, mask, mask_mode):
 def check_case(name, res, q, k, p, mask, teacher_T):
     n_q, n_k = q.shape[0], k.shape[0]
     plan = res.plan
-    # Targets (§2.6): kept rows sum to 1; active columns to n_q/n_k (1 on the valid block under subsequence).
+    # Targets (docs/conventions.md#marginal-errors): kept rows sum to 1; active columns to n_q/n_k (1 on
+    # the valid block under subsequence).
     if mask is not None and p["mask_mode"] == "subsequence":
         row_target = col_target = mask.to(q.dtype)
     else:
@@ -90,13 +89,13 @@ def check_case(name, res, q, k, p, mask, teacher_T):
     err = (plan.sum(0) - col_target if exact_cols else plan.sum(1) - row_target).abs().max()
     if not err < 1e-12:
         raise SystemExit(f"{name}: the closing side is not exact ({err:.3e})")
-    if p["variant"] == "asap0" and mask is None:  # oracle 27, D.9
+    if p["variant"] == "asap0" and mask is None:  # ASAP-0 is a column softmax
         s = sink.scores(q, k)
         soft = torch.softmax((s + res.u0[:, None]) / p["eps"], dim=0) * n_q / k.shape[0]
         err = (plan - soft).abs().max()
         if not err < 1e-12:
             raise SystemExit(f"{name}: ASAP-0 differs from its column-softmax form by {err:.3e}")
-    if teacher_T is not None:  # oracles 6, 7, 8
+    if teacher_T is not None:  # the teacher is reproduced
         budget = teacher_T + 2 if p["variant"] == "two-sided" and p["closing"] == "column" else teacher_T
         teacher = sink.sinkhorn_attention(q, k, budget=budget, eps=p["eps"], mask=mask,
                                           mask_mode=p["mask_mode"] or "subsequence")
@@ -107,22 +106,18 @@ def check_case(name, res, q, k, p, mask, teacher_T):
 
 def make_case(out_dir, rng, spec):
     name, n_q, n_k, d, d_v, n_slices, variant, closing, eps, padded, mask_mode, teacher_T, ties = spec
-    q = torch.from_numpy(rng.standard_normal((n_q, d)))
+    q = fx.gaussian(rng, n_q, d)
     if ties:  # duplicated queries project to tied x on every slice
         q[n_q // 2:] = q[: n_q - n_q // 2]
-    k = torch.from_numpy(rng.standard_normal((n_k, d)))
-    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    k, val = fx.gaussian(rng, n_k, d), fx.gaussian(rng, n_k, d_v)
+    mask = fx.padding_mask(n_q, padded)
     op = operator_string(variant, closing, eps, mask_mode)
     p = asap.parse_asap(op)
     inputs = {"q": q, "k": k, "v": val}
     if teacher_T is None:
-        z = torch.from_numpy(rng.standard_normal((n_slices, d)))
-        inputs["slices"] = z / z.norm(dim=1, keepdim=True)  # uniform on the sphere (§3.4)
-        inputs["beta"] = torch.from_numpy(rng.standard_normal(n_slices)) / math.sqrt(n_slices)
+        z = fx.gaussian(rng, n_slices, d)
+        inputs["slices"] = z / z.norm(dim=1, keepdim=True)  # uniform on the sphere
+        inputs["beta"] = fx.gaussian(rng, n_slices) / math.sqrt(n_slices)
         p.update(slices=inputs["slices"], beta=inputs["beta"])
     else:
         inputs["dual"] = teacher_dual(q, k, teacher_T, eps, mask, mask_mode)
@@ -133,38 +128,18 @@ def make_case(out_dir, rng, spec):
     arrays = dict(inputs, plan=res.plan, output=res.output, u=res.u, v_dual=res.v, u0=res.u0)
     if res.features is not None:
         arrays["features"] = res.features
-    if mask is not None:
-        arrays["mask"] = mask
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), tensor.numpy())
+    fx.write_case(out_dir, name, arrays, mask)
     return {"name": name, "op": op, "files": ["dual"] if teacher_T else ["slices", "beta"], "n_q": n_q, "n_k": n_k,
             "d": d, "L": n_slices, "variant": variant, "closing": closing, "eps": eps,
             "mask": mask is not None, "mask_mode": mask_mode or "subsequence", "teacher_T": teacher_T}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "asap"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20240617)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
+    args, rng = fx.start(__doc__, "asap", seed=20240617)
     check_hand_example()
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_asap_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v [mask] slices+beta | dual -> plan (A = n_q P) output u v_dual u0 [features]",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__, "q k v [mask] slices+beta | dual -> plan (A = n_q P) output u v_dual u0 "
+                                      "[features]", cases)
 
 
 if __name__ == "__main__":

@@ -4,28 +4,26 @@
     /usr/bin/python3 scripts/reference/make_banded_fixtures.py [--out tests/fixtures/banded]
 
 Each case folder holds q, k, v, optional mask (bool) and the reference results plan (attention scale), output
-(A V), u and v_dual (score coordinates, errata 3; -inf on inactive or padded tokens), tile_row_errors and
-tile_col_errors (per tile of the solved system) and, with a dustbin, dustbin_query_mass / dustbin_key_mass.
-cases.json lists every case with its operator string.
+(A V), u and v_dual (score coordinates, docs/conventions.md#duals; -inf on inactive or padded tokens),
+tile_row_errors and tile_col_errors (per tile of the solved system) and, with a dustbin, dustbin_query_mass /
+dustbin_key_mass. cases.json lists every case with its operator string.
 
-Before writing, every case is checked against the oracles of banded-sinkhorn.md §7 that need no gradient:
-zero mass off the band and on inactive tokens (1), exact active column sums (2), the all-raw iteration giving
-the same duals as centred base + raw tail (3, the gauge ledger), a full band against dense Sinkhorn with
+Before writing, every case is checked against the properties of docs/operators/banded.md#checks: zero mass
+off the band and on inactive tokens, exact active column sums, the all-raw iteration giving the same duals as
+centred base + raw tail (the gauge ledger), a full band against dense Sinkhorn with
 T = 2·(base_steps + tail_steps) from attention_reference.py, the dustbin path against the generic path on the
-augmented tensors (13); and once, a converged rectangle whose rows sum to n_k/n_q (2, errata 18).
+augmented tensors; and once, a converged rectangle whose rows sum to n_k/n_q (#rectangles there).
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attention_reference as sink  # noqa: E402
 import banded_reference as band  # noqa: E402
+import fixture_io as fx  # noqa: E402
 
 # name, n_q, n_k, d, d_v, W, base_steps, tail_steps, tile, eps, dustbin, padded positions or None
 CASES = [
@@ -54,7 +52,7 @@ def operator_string(W, base_steps, tail_steps, tile, eps, dustbin):
 
 
 def raw_duals(q, k, p):
-    """The same surrogate with no centring at all (raw from v = 0), in score coordinates (errata 3)."""
+    """The same surrogate with no centring at all (raw from v = 0), in score coordinates (docs/conventions.md#duals)."""
     n_q = q.shape[0]
     i, j = torch.arange(n_q)[:, None], torch.arange(k.shape[0])[None, :]
     support = (i - j).abs() <= p["W"]
@@ -96,7 +94,7 @@ def check_case(name, res, q, k, val, p, mask):
                       (dense.v - res.v).nan_to_num(neginf=0).abs().max())
             if not err < 1e-12:
                 fail("a full band differs from dense Sinkhorn", err)
-    else:  # oracle 13: the generic path on the augmented tensors
+    else:  # the generic path on the augmented tensors
         keys = idx if mask is not None else torch.arange(k.shape[0])
         qa, ka, va = (torch.cat([x, x.new_zeros(1, x.shape[1])]) for x in (q[idx], k[keys], val[keys]))
         generic = band.banded_attention(qa, ka, va, **dict(p, dustbin=False, W=qa.shape[0] + ka.shape[0]))
@@ -106,7 +104,7 @@ def check_case(name, res, q, k, val, p, mask):
 
 
 def check_rectangle_convergence():
-    """Oracle 2 / errata 18: on a connected rectangle the rows converge to n_k/n_q (9×6 gives 2/3)."""
+    """docs/operators/banded.md#rectangles: on a connected rectangle the rows converge to n_k/n_q (9×6 gives 2/3)."""
     gen = torch.Generator().manual_seed(3)
     q, k = torch.randn(9, 4, generator=gen), torch.randn(6, 4, generator=gen)
     res = band.banded_attention(q, k, W=8, base_steps=1000, tail_steps=0, tile=4, eps=1.0, dustbin=False)
@@ -117,13 +115,8 @@ def check_rectangle_convergence():
 
 def make_case(out_dir, rng, spec):
     name, n_q, n_k, d, d_v, W, base_steps, tail_steps, tile, eps, dustbin, padded = spec
-    q = torch.from_numpy(rng.standard_normal((n_q, d)))
-    k = torch.from_numpy(rng.standard_normal((n_k, d)))
-    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    q, k, val = fx.gaussian(rng, n_q, d), fx.gaussian(rng, n_k, d), fx.gaussian(rng, n_k, d_v)
+    mask = fx.padding_mask(n_q, padded)
     op = operator_string(W, base_steps, tail_steps, tile, eps, dustbin)
     p = band.parse_banded(op)
     del p["mask_mode"]
@@ -134,38 +127,17 @@ def make_case(out_dir, rng, spec):
               "tile_row_errors": res.tile_row_errors, "tile_col_errors": res.tile_col_errors}
     if dustbin:
         arrays.update(dustbin_query_mass=res.dustbin_query_mass, dustbin_key_mass=res.dustbin_key_mass)
-    if mask is not None:
-        arrays["mask"] = mask
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), tensor.numpy())
+    fx.write_case(out_dir, name, arrays, mask)
     return {"name": name, "op": op, "n_q": n_q, "n_k": n_k, "d": d, "W": W, "base_steps": base_steps,
             "tail_steps": tail_steps, "tile": tile, "eps": eps, "dustbin": dustbin, "mask": mask is not None}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "banded"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20240618)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
+    args, rng = fx.start(__doc__, "banded", seed=20240618)
     check_rectangle_convergence()
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_banded_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v [mask] -> plan (A) output u v_dual (score coordinates) tile_row_errors "
-                         "tile_col_errors [dustbin_query_mass dustbin_key_mass]",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__, "q k v [mask] -> plan (A) output u v_dual (score coordinates) "
+                                      "tile_row_errors tile_col_errors [dustbin_query_mass dustbin_key_mass]", cases)
 
 
 if __name__ == "__main__":

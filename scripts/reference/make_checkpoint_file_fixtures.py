@@ -17,15 +17,16 @@ Files, each read by tests/core/model/torch_zip_test.cpp:
                            one per line, in file order.
 Re-running gives byte-identical files.
 """
-import argparse
 import collections
-import json
 import math
 import os
-import struct
+import sys
 import zipfile
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_io as fx  # noqa: E402
 
 SAFETENSORS_DTYPE = {
     torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
@@ -107,19 +108,9 @@ def flatten(value, prefix, tensors, skipped):
 
 
 def write_expected_safetensors(path, tensors, skipped):
-    header, data = {}, b""
     metadata = {f"stored.{name}": SAFETENSORS_DTYPE[t.dtype] for name, t in tensors.items()}
     metadata["skipped"] = "\n".join(skipped)
-    header["__metadata__"] = metadata
-    for name in sorted(tensors):
-        raw = tensors[name].float().contiguous().numpy().tobytes()  # little-endian on x86-64
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    text = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
+    fx.write_safetensors(path, tensors, metadata, sort_keys=True)
 
 
 def save_pair(out, stem, obj):
@@ -138,10 +129,7 @@ def recompress(source, target):
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.join(root, "tests", "fixtures", "checkpoint_files"))
-    out = parser.parse_args().out
+    out = fx.parse_args(__doc__, "checkpoint_files").out
     os.makedirs(out, exist_ok=True)
 
     sd = state_dict()

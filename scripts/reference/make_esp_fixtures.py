@@ -8,12 +8,10 @@ reference results of esp_reference.py: plan (A = n_q·G), output (A V), weights,
 -1 at padded queries), ties and, for sort=soft, hard_distance. cases.json lists every case with its operator
 string; cases with "slices": true add ",slices=<case>/slices.npy" to it.
 
-Before writing, the §9.3 golden example is checked against the numbers printed in the spec, and every
-hard case against its exact properties (rows 1, columns n_q/n_k under nw-corner), so a fixture is never
+Before writing, the hand-computed example of docs/operators/esp.md#checks is checked against its numbers, and
+every hard case against its exact properties (rows 1, columns n_q/n_k under nw-corner), so a fixture is never
 wrong by construction.
 """
-import argparse
-import json
 import math
 import os
 import sys
@@ -23,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import esp_reference as ref  # noqa: E402
+import fixture_io as fx  # noqa: E402
 
 GOLDEN_Q = [[0, 3], [1, 0], [2, 2], [3, 1]]
 GOLDEN_K = [[0.5, 1], [2.5, 0], [1.5, 3], [3.5, 2]]
@@ -58,10 +57,10 @@ CASES = [
 
 
 def golden_check(name, result):
-    """spec/esp.md §9.3, printed to 10 digits."""
+    """The hand-computed 4-token, 2-axis example (docs/operators/esp.md#checks), to 10 digits."""
     def close(actual, expected, tol=1e-9):
         if not np.allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float), atol=tol, rtol=0):
-            raise SystemExit(f"{name}: {actual} differs from the spec's golden {expected}")
+            raise SystemExit(f"{name}: {actual} differs from the hand-computed {expected}")
     if name == "golden_tau1":
         close(result.matchings, [[0, 2, 1, 3], [2, 1, 3, 0]], 0)
         close(result.costs, [4.75, 3.25], 1e-12)
@@ -103,10 +102,7 @@ def make_inputs(rng, kind, n_q, n_k, d, d_v):
 def make_case(out_dir, rng, spec):
     name, op, n_q, n_k, d, d_v, kind, padded, n_slices = spec
     q, k, val = make_inputs(rng, kind, n_q, n_k, d, d_v)
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    mask = fx.padding_mask(n_q, padded)
     params = ref.parse_esp(op)
     arrays = {"q": q, "k": k, "v": val}
     if n_slices:
@@ -121,37 +117,16 @@ def make_case(out_dir, rng, spec):
                    "costs": result.costs, "matchings": result.matchings.to(torch.float64), "ties": result.ties})
     if result.hard_distance is not None:
         arrays["hard_distance"] = result.hard_distance.reshape(1)
-    if mask is not None:
-        arrays["mask"] = mask
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), tensor.numpy())
+    fx.write_case(out_dir, name, arrays, mask)
     return {"name": name, "op": op, "n_q": n_q, "n_k": n_k, "d": d, "d_v": d_v, "mask": mask is not None,
             "slices": bool(n_slices), "sort": params.get("sort", "hard")}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "esp"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20250207)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
+    args, rng = fx.start(__doc__, "esp", seed=20250207)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_esp_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v [mask] [slices] -> plan (A = n_q G) output (A V) weights costs matchings ties "
-                         "[hard_distance]",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__, "q k v [mask] [slices] -> plan (A = n_q G) output (A V) weights costs "
+                                      "matchings ties [hard_distance]", cases)
 
 
 if __name__ == "__main__":

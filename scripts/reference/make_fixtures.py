@@ -8,18 +8,17 @@ u, v_dual (final duals, score coordinates, -inf where padded) and output (A V). 
 with its operator string, so the C++ test and `tlens plan` replay exactly the same operator.
 
 Before writing, every case is checked against a second, independent formulation: plain matrix
-normalisation Sinkhorn in attention scale (asap.md §2.1 eq 3), so a fixture is never wrong by construction.
+normalisation Sinkhorn in attention scale (docs/operators/sinkhorn.md#definition), so a fixture is never wrong
+by construction.
 """
-import argparse
-import json
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attention_reference as ref  # noqa: E402
+import fixture_io as fx  # noqa: E402
 
 # name, family, n_q, n_k, d, d_v, T, eps, mask (list of padded positions or None), mask_mode
 CASES = [
@@ -54,9 +53,9 @@ def operator_string(family, budget, eps, mask_mode):
 
 
 def matrix_sinkhorn(q, k, budget, eps, key_active, query_rows):
-    """asap.md eq 3 in attention scale: A0 = exp(S/eps) on active keys, then N_r, N_c alternately.
+    """Matrix-normalisation Sinkhorn in attention scale: A0 = exp(S/eps) on active keys, then N_r, N_c alternately.
 
-    Rows of kept queries sum to 1; active columns sum to n_q/n_k (1 when square, asap.md §2.6)."""
+    Rows of kept queries sum to 1; active columns sum to n_q/n_k (1 when square)."""
     a = torch.exp(ref.scores(q, k) / eps) * key_active[None, :] * query_rows[:, None]
     n_rows, n_cols = int(query_rows.sum()), int(key_active.sum())
     if query_rows.all():  # keep-queries or unmasked: mu = 1/n_q, nu = 1/n_k on active keys
@@ -90,52 +89,26 @@ def check_against_matrix_form(name, result, q, k, budget, eps, mask, mask_mode):
 
 def make_case(out_dir, rng, spec):
     name, family, n_q, n_k, d, d_v, budget, eps, padded, mask_mode = spec
-    q = torch.from_numpy(rng.standard_normal((n_q, d)))
-    k = torch.from_numpy(rng.standard_normal((n_k, d)))
-    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    q, k, val = fx.gaussian(rng, n_q, d), fx.gaussian(rng, n_k, d), fx.gaussian(rng, n_k, d_v)
+    mask = fx.padding_mask(n_q, padded)
     op = operator_string(family, budget, eps, mask_mode)
     fam, params = ref.parse_operator(op)
     result = ref.run_operator(fam, params, q, k, val, mask)
     check_against_matrix_form(name, result, q, k, budget if family == "sinkhorn" else 1,
                               eps if family == "sinkhorn" else 1.0, mask, mask_mode)
 
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    arrays = {"q": q, "k": k, "v": val, "plan": result.plan, "u": result.u, "v_dual": result.v,
-              "output": result.output}
-    if mask is not None:
-        arrays["mask"] = mask
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), tensor.numpy())
+    fx.write_case(out_dir, name, {"q": q, "k": k, "v": val, "plan": result.plan, "u": result.u,
+                                  "v_dual": result.v, "output": result.output}, mask)
     return {"name": name, "op": op, "family": family, "n_q": n_q, "n_k": n_k, "d": d, "d_v": d_v,
             "T": budget if family == "sinkhorn" else 1, "eps": eps if family == "sinkhorn" else 1.0,
             "mask": mask is not None, "mask_mode": mask_mode or "subsequence"}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "sinkhorn"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20240531)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
+    args, rng = fx.start(__doc__, "sinkhorn", seed=20240531)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v [mask] -> plan (A = n_q P) u v_dual (score coordinates) output (A V)",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__, "q k v [mask] -> plan (A = n_q P) u v_dual (score coordinates) output (A V)",
+                      cases)
 
 
 if __name__ == "__main__":

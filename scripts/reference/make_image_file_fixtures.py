@@ -9,11 +9,13 @@ the maximum sample value (255 or 65535) and the samples row-major, channels last
 type (None, Sub, Up, Average, Paeth) in turn. Re-running gives byte-identical files. JPEG fixtures are made
 in the C++ tests with libjpeg's own encoder, since no independent JPEG encoder is installed.
 """
-import argparse
-import json
 import os
 import struct
+import sys
 import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_io as fx  # noqa: E402
 
 GREY, RGB, PALETTE, RGBA = 0, 2, 3, 6
 # Adam7 interlacing passes as (x0, y0, dx, dy), PNG specification §8.2.
@@ -91,10 +93,7 @@ def pattern(height, width, channels, scale, seed):
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.join(root, "tests", "fixtures", "image_files"))
-    out = parser.parse_args().out
+    out = fx.parse_args(__doc__, "image_files", computes=False).out
     os.makedirs(out, exist_ok=True)
     expected = {}
 
@@ -131,9 +130,7 @@ def main():
     adam7 = pattern(11, 10, 3, 256, 7)
     emit("rgb8_interlaced_11x10.png", png(10, 11, 8, RGB, adam7, 3, interlace=True), 11, 10, 3, 255, adam7)
 
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump(expected, f, indent=None, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
+    fx.write_json(os.path.join(out, "expected.json"), expected, indent=None, separators=(",", ":"), sort_keys=True)
     print(f"wrote {len(expected)} PNG files and expected.json to {out}")
 
 

@@ -9,20 +9,18 @@ mass_logits (θ, r) -- given as files so that no k-means has to agree -- and the
 padded). cases.json lists every case with its operator string *without* the two file paths; a replaying test
 appends `,pivots=<case>/pivots.npy,mass_logits=<case>/mass_logits.npy`.
 
-Before writing, every case is checked against a second formulation (plain matrix scaling, lot.md §3.1) to
-1e-12, T = 1 cases against agent attention softmax(S1/eps)·softmax(S2/eps) (lot.md §8 T9), and the odd/even
-exact side of A (§3.3), so a fixture is never wrong by construction.
+Before writing, every case is checked against a second formulation (plain matrix scaling) to 1e-12, T = 1
+cases against agent attention softmax(S1/eps)·softmax(S2/eps), and the odd/even exact side of A
+(docs/operators/lot.md#checks), so a fixture is never wrong by construction.
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_io as fx  # noqa: E402
 import lot_reference as ref  # noqa: E402
 
 # name, n_q, n_k, d, d_v, r, T, eps, mass_temp, pivot std (None: 1/√d), query scale, padded positions or None
@@ -71,54 +69,30 @@ def check_case(name, result, q, k, pivots, logits, budget, eps, mass_temp, mask)
 
 def make_case(out_dir, rng, spec):
     name, n_q, n_k, d, d_v, r, budget, eps, mass_temp, pivot_std, q_scale, padded = spec
-    q = torch.from_numpy(q_scale * rng.standard_normal((n_q, d)))
-    k = torch.from_numpy(rng.standard_normal((n_k, d)))
-    val = torch.from_numpy(rng.standard_normal((n_k, d_v)))
-    pivots = torch.from_numpy((pivot_std or 1 / math.sqrt(d)) * rng.standard_normal((r, d)))
-    logits = torch.from_numpy(0.5 * rng.standard_normal(r))
-    mask = None
-    if padded is not None:
-        mask = torch.ones(n_q, dtype=torch.bool)
-        mask[padded] = False
+    q = q_scale * fx.gaussian(rng, n_q, d)
+    k, val = fx.gaussian(rng, n_k, d), fx.gaussian(rng, n_k, d_v)
+    pivots = (pivot_std or 1 / math.sqrt(d)) * fx.gaussian(rng, r, d)
+    logits = 0.5 * fx.gaussian(rng, r)
+    mask = fx.padding_mask(n_q, padded)
     result = ref.lot_attention(q, k, val, pivots=pivots, mass_logits=logits, eps=eps, budget=budget,
                                mass_temp=mass_temp, mask=mask)
     check_case(name, result, q, k, pivots, logits, budget, eps, mass_temp, mask)
 
-    case_dir = os.path.join(out_dir, name)
-    os.makedirs(case_dir, exist_ok=True)
-    arrays = {"q": q, "k": k, "v": val, "pivots": pivots, "mass_logits": logits, "plan": result.plan,
-              "output": result.output, "P1": result.P1, "P2": result.P2, "w": result.w, "u1": result.u1,
-              "v1": result.v1, "u2": result.u2, "v2": result.v2}
-    if mask is not None:
-        arrays["mask"] = mask
-    for key, tensor in arrays.items():
-        np.save(os.path.join(case_dir, key + ".npy"), np.ascontiguousarray(tensor.numpy()))
+    fx.write_case(out_dir, name, {"q": q, "k": k, "v": val, "pivots": pivots, "mass_logits": logits,
+                                  "plan": result.plan, "output": result.output, "P1": result.P1, "P2": result.P2,
+                                  "w": result.w, "u1": result.u1, "v1": result.v1, "u2": result.u2,
+                                  "v2": result.v2}, mask)
     return {"name": name, "op": operator_string(r, budget, eps, mass_temp), "n_q": n_q, "n_k": n_k, "d": d,
             "d_v": d_v, "r": r, "T": budget, "eps": eps, "mass_temp": mass_temp, "mask": mask is not None}
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.normpath(os.path.join(here, "..", "..", "tests", "fixtures", "lot"))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out)
-    parser.add_argument("--seed", type=int, default=20250611)
-    args = parser.parse_args()
-
-    torch.set_default_dtype(torch.float64)
-    rng = np.random.default_rng(args.seed)
-    os.makedirs(args.out, exist_ok=True)
+    args, rng = fx.start(__doc__, "lot", seed=20250611)
     cases = [make_case(args.out, rng, spec) for spec in CASES]
-    manifest = {"generator": "scripts/reference/make_lot_fixtures.py", "seed": args.seed,
-                "torch": torch.__version__, "dtype": "float64",
-                "files": "q k v pivots mass_logits [mask] -> plan (A = n_q P1 diag(1/w) P2) output (A V) "
-                         "P1 P2 w u1 v1 u2 v2 (score coordinates, 0 where padded)",
-                "op_note": "append ,pivots=<case>/pivots.npy,mass_logits=<case>/mass_logits.npy to op",
-                "cases": cases}
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}")
+    fx.write_manifest(args, __file__,
+                      "q k v pivots mass_logits [mask] -> plan (A = n_q P1 diag(1/w) P2) output (A V) "
+                      "P1 P2 w u1 v1 u2 v2 (score coordinates, 0 where padded)", cases,
+                      op_note="append ,pivots=<case>/pivots.npy,mass_logits=<case>/mass_logits.npy to op")
 
 
 if __name__ == "__main__":

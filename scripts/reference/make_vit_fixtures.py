@@ -27,12 +27,9 @@ Each folder also holds images.npy (B×C×H×W float32 pixels in [0, 1]) and logi
 logits of the model evaluated in float64 on the images normalised with the case's image_mean/image_std.
 safetensors files are written by hand (8-byte header length, JSON header, raw little-endian data).
 """
-import argparse
 import copy
-import json
 import math
 import os
-import struct
 import sys
 from collections import OrderedDict
 
@@ -43,8 +40,11 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attention_reference as attn_ref  # noqa: E402
 import esp_reference as esp_ref  # noqa: E402
+import fixture_io as fx  # noqa: E402
 import lot_reference as lot_ref  # noqa: E402
 
+# hf_softmax/torchscript.pt records the absolute path of this file and the line of every traced module below, so
+# moving these lines, or running from another checkout folder, changes that one file (the others do not depend on it).
 IMAGES = 3
 
 
@@ -285,26 +285,7 @@ class VpViT(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Files
-
-def write_safetensors(path, tensors, metadata):
-    header, offset, blobs = {"__metadata__": metadata}, 0, []
-    for name, t in tensors.items():
-        data = t.detach().to(torch.float32).contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the format allows trailing spaces; aligns the data to 8 bytes
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def write_json(path, value):
-    with open(path, "w") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
-
+# Files (written with fixture_io: JSON, hand-written safetensors)
 
 def hf_config(cfg):
     config = {
@@ -363,15 +344,15 @@ def make_case(out_dir, cfg, seed):
     for name in cfg["files"]:
         path = os.path.join(folder, name)
         if name == "config.json":
-            write_json(path, hf_config(cfg))
+            fx.write_json(path, hf_config(cfg), indent=2)
         elif name == "preprocessor_config.json":
-            write_json(path, {"do_normalize": True, "do_rescale": True, "rescale_factor": 1 / 255,
-                              "image_mean": cfg["mean"], "image_std": cfg["std"],
-                              "image_processor_type": "ViTImageProcessor"})
+            fx.write_json(path, {"do_normalize": True, "do_rescale": True, "rescale_factor": 1 / 255,
+                                 "image_mean": cfg["mean"], "image_std": cfg["std"],
+                                 "image_processor_type": "ViTImageProcessor"}, indent=2)
         elif name == "side.json":
-            write_json(path, cfg["side"])
+            fx.write_json(path, cfg["side"], indent=2)
         elif name == "model.safetensors":
-            write_safetensors(path, state, {"format": "pt"})
+            fx.write_safetensors(path, state, {"format": "pt"})
         elif name == "state_dict.pt":
             assert isinstance(state, OrderedDict)
             torch.save(state, path)
@@ -417,10 +398,7 @@ CASES = [
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=os.path.join(root, "tests", "fixtures", "vit"))
-    args = parser.parse_args()
+    args = fx.parse_args(__doc__, "vit")
     torch.set_num_threads(1)
     for seed, cfg in enumerate(CASES):
         make_case(args.out, cfg, 100 + seed)

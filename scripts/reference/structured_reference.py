@@ -1,10 +1,11 @@
 """PyTorch formulations that use the structure of a plan instead of forming it: O = A·V for the families with
 a lazy path (ESP hard, LOT, banded Sinkhorn), and the ESP hard plan assembled from its permutations.
 
-Written from the specifications (shared/spec/esp.md §2.2–§2.4 and §5.2, lot.md §4.4, banded-sinkhorn.md
-§2.1–§2.5), never from the C++; used by bench_reference.py so that the timings at large n compare like with
-like. The literal dense references (esp_reference.py, lot_reference.py, banded_reference.py) stay the ones
-the fixtures come from; parameters and shared pieces are imported from them.
+Written independently from the papers' mathematics (documented in the #lazy-path sections
+of docs/operators/esp.md, lot.md and banded.md), never from the C++; used by bench_reference.py so that
+the timings at large n compare like with like. The literal dense references (esp_reference.py,
+lot_reference.py, banded_reference.py) stay the ones the fixtures come from; parameters and shared pieces are
+imported from them.
 
   esp hard   per slice: stable ascending sorts of Qθ and Kθ, rank r matches rank r (π_l), D_l = mean_i
              ‖q_i − k_{π_l(i)}‖^p, w = softmax(−tau·D), O_i = Σ_l w_l V_{π_l(i)}: O(L·n log n + L·n·d) (n_q = n_k,
@@ -46,7 +47,7 @@ def esp_hard_output(q, k, val, p):
 
 
 def esp_hard_plan(q, k, val, p):
-    """A = Σ_l w_l P_l assembled from the permutations (§5.2: O(L·n + n²)), and A V."""
+    """A = Σ_l w_l P_l assembled from the permutations (O(L·n + n²)), and A V."""
     match, w = esp_hard_matchings(q, k, p)
     n = q.shape[0]
     plan = torch.zeros(n, n, dtype=q.dtype)

@@ -81,7 +81,7 @@ TEST(TlensCompare, OneRowPerOperatorAndMatchingJsonAndCsv) {
   const auto& self = json["operators"][0]["distance_to_reference"];
   EXPECT_EQ(self["relative_frobenius"], 0.0);
   EXPECT_EQ(self["output_difference"], 0.0);
-  // sinkhorn:T=1 is the row softmax (spec/README.md, budget T): zero distance to the reference.
+  // sinkhorn:T=1 is the row softmax (docs/conventions.md#budget): zero distance to the reference.
   EXPECT_LT(json["operators"][2]["distance_to_reference"]["max_abs"].get<double>(), 1e-15);
   EXPECT_GT(json["operators"][1]["distance_to_reference"]["mean_row_kl"].get<double>(), 0.0);
   EXPECT_LT(json["operators"][1]["column_mass"]["gini"].get<double>(),

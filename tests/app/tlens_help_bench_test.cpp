@@ -75,8 +75,9 @@ TEST(TlensBench, GeneratedFilesAndLazyPathsRunOnBothSides) {
   EXPECT_FALSE(report["machine"]["cpu_model"].get<std::string>().empty());
   ASSERT_EQ(report["results"].size(), 6u);
   EXPECT_NE(report["results"][2]["resolved"].get<std::string>().find("pivot_init=file,pivots="), std::string::npos);
-  if (report["reference"]["available"].get<bool>())
+  if (report["reference"]["available"].get<bool>()) {
     for (const auto& row : report["results"]) EXPECT_TRUE(row.contains("reference_median_seconds")) << row.dump();
+  }
   EXPECT_NE(runTlens({"bench", "--lazy", "--op", "softmax", "--n", "8"}).status, 0);
 }
 

@@ -10,7 +10,7 @@
 namespace tl::testing {
 namespace {
 
-std::vector<std::string> planArgs(const FixtureCase& c, const std::string& out) {
+std::vector<std::string> planArgs(const SinkhornCase& c, const std::string& out) {
   std::vector<std::string> args = {"plan", "--q", c.file("q"), "--k", c.file("k"), "--v", c.file("v"),
                                    "--op", c.op, "--out", out};
   if (c.hasMask) {
@@ -20,10 +20,10 @@ std::vector<std::string> planArgs(const FixtureCase& c, const std::string& out) 
   return args;
 }
 
-class TlensPlanFixture : public ::testing::TestWithParam<FixtureCase> {};
+class TlensPlanFixture : public ::testing::TestWithParam<SinkhornCase> {};
 
 TEST_P(TlensPlanFixture, Float64FilesMatchReference) {
-  const FixtureCase& c = GetParam();
+  const SinkhornCase& c = GetParam();
   const std::string out = scratchDir("plan-" + testName(c));
   const CliRun run = runTlens(planArgs(c, out));
   ASSERT_EQ(run.status, 0) << run.err;
@@ -38,7 +38,7 @@ TEST_P(TlensPlanFixture, Float64FilesMatchReference) {
 }
 
 TEST_P(TlensPlanFixture, Float32FilesAreFloat32AndMatchReference) {
-  const FixtureCase& c = GetParam();
+  const SinkhornCase& c = GetParam();
   const std::string out = scratchDir("plan32-" + testName(c));
   auto args = planArgs(c, out);
   args.insert(args.end(), {"--precision", "f32"});
@@ -51,7 +51,7 @@ TEST_P(TlensPlanFixture, Float32FilesAreFloat32AndMatchReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, TlensPlanFixture, ::testing::ValuesIn(loadFixtureCases()),
+INSTANTIATE_TEST_SUITE_P(Fixtures, TlensPlanFixture, ::testing::ValuesIn(loadCases<SinkhornCase>("sinkhorn")),
                          [](const auto& info) { return testName(info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TlensPlanFixture);
 
@@ -79,7 +79,7 @@ TEST(TlensPlan, SyntheticSourceWritesFilesAndMetrics) {
   EXPECT_NE(metrics["source"].get<std::string>().find("gaussian"), std::string::npos);
   EXPECT_EQ(metrics["marginal_error_history"].size(), 4u);
   EXPECT_EQ(metrics["mass_mismatch"], false);
-  // Even T ends on columns: columns are exact, rows are not (spec/README.md, budget T).
+  // Even T ends on columns: columns are exact, rows are not (docs/conventions.md#budget).
   EXPECT_LT(metrics["marginal_errors"]["col_max"].get<double>(), 1e-12);
   EXPECT_GT(metrics["marginal_errors"]["row_max"].get<double>(), 1e-6);
   EXPECT_GT(metrics["row_entropy"]["mean"].get<double>(), 0.0);

@@ -1,20 +1,14 @@
-// Cross-check of the C++ banded Sinkhorn forward (core/ops/banded.cpp) against the independent PyTorch
+// Cross-check of the C++ banded Sinkhorn forward (core/ops/banded/banded.cpp) against the independent PyTorch
 // implementation scripts/reference/banded_reference.py (fixtures in tests/fixtures/banded, made by
 // make_banded_fixtures.py). Every case runs through the registry from its operator string.
-// Tolerances (spec/banded-sinkhorn.md §7): 1e-10 in float64 (plan, output, duals in score coordinates with
-// -inf at the same places, per-tile errors, dustbin masses, and the lazy A·V); 1e-5 in float32 (plan, output)
-// against the float64 fixture.
+// Tolerances (docs/operators/banded.md#checks): 1e-10 in float64 (plan, output, duals in score coordinates
+// with -inf at the same places, per-tile errors, dustbin masses, and the lazy A·V); 1e-5 in float32 (plan,
+// output) against the float64 fixture.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <ostream>
 #include <string>
-#include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "fixture_case.h"
-#include "io/npy.h"
 #include "ops/registry.h"
 
 namespace tl::testing {
@@ -23,51 +17,13 @@ namespace {
 constexpr double kTolF64 = 1e-10;
 constexpr double kTolF32 = 1e-5;
 
-std::string bandedRoot() { return std::string(TL_FIXTURE_DIR) + "/banded"; }
+// Dustbin masses are per real token of the solved system: under padding, the valid tokens only
+// (ReferenceCase::expectedOnValid).
+struct BandedCase : ReferenceCase {
+  bool dustbin = false;
 
-struct BandedCase {
-  std::string name, op;
-  bool hasMask = false, dustbin = false;
-
-  std::string file(const std::string& stem) const { return bandedRoot() + "/" + name + "/" + stem + ".npy"; }
-  MatD expected(const std::string& stem) const { return readNpyMatrix<double>(file(stem)); }
-  AttentionInput<double> input() const {
-    AttentionInput<double> in;
-    in.Q = expected("q");
-    in.K = expected("k");
-    in.V = expected("v");
-    if (hasMask) in.mask = readNpyMask(file("mask"));
-    return in;
-  }
-  // Dustbin masses are per real token of the solved system: under padding, the valid tokens only.
-  MatD expectedOnValid(const std::string& stem) const {
-    const MatD full = expected(stem);
-    if (!hasMask) return full;
-    const Mask mask = readNpyMask(file("mask"));
-    MatD valid(mask.count(), full.cols());
-    for (Eigen::Index i = 0, r = 0; i < mask.size(); ++i)
-      if (mask(i)) valid.row(r++) = full.row(i);
-    return valid;
-  }
+  explicit BandedCase(const nlohmann::json& c) : ReferenceCase("banded", c), dustbin(c.at("dustbin").get<bool>()) {}
 };
-
-void PrintTo(const BandedCase& c, std::ostream* os) { *os << c.name; }
-
-std::vector<BandedCase> loadBandedCases() {
-  std::ifstream in(bandedRoot() + "/cases.json");
-  if (!in) return {};
-  std::vector<BandedCase> cases;
-  const auto manifest = nlohmann::json::parse(in);
-  for (const auto& c : manifest.at("cases")) {
-    BandedCase b;
-    b.name = c.at("name").get<std::string>();
-    b.op = c.at("op").get<std::string>();
-    b.hasMask = c.at("mask").get<bool>();
-    b.dustbin = c.at("dustbin").get<bool>();
-    cases.push_back(b);
-  }
-  return cases;
-}
 
 std::unique_ptr<Operator> makeOperator(const BandedCase& c) {
   const auto& registry = OperatorRegistry::builtin();
@@ -77,7 +33,7 @@ std::unique_ptr<Operator> makeOperator(const BandedCase& c) {
 class BandedFixture : public ::testing::TestWithParam<BandedCase> {};
 
 TEST(BandedFixtureManifest, ListsTheCommittedCases) {
-  ASSERT_GE(loadBandedCases().size(), 16u) << "missing or short " << bandedRoot() << "/cases.json";
+  EXPECT_EQ(checkManifest("banded", 16), std::nullopt);
 }
 
 TEST_P(BandedFixture, Float64MatchesReference) {
@@ -92,11 +48,12 @@ TEST_P(BandedFixture, Float64MatchesReference) {
   for (const char* stem : {"tile_row_errors", "tile_col_errors"})
     EXPECT_EQ(compareWithInf(r.extras.at(std::string("banded_") + stem), c.expected(stem), kTolF64), std::nullopt)
         << stem;
-  if (c.dustbin)
+  if (c.dustbin) {
     for (const char* stem : {"dustbin_query_mass", "dustbin_key_mass"})
       EXPECT_EQ(compareWithInf(r.extras.at(std::string("banded_") + stem), c.expectedOnValid(stem), kTolF64),
                 std::nullopt)
           << stem;
+  }
   ASSERT_TRUE(op->structuredPlan());
   const auto structured = op->run(c.input(), noFeedback());
   EXPECT_FALSE(structured.plan.isDense());
@@ -112,12 +69,8 @@ TEST_P(BandedFixture, Float32MatchesReference) {
   EXPECT_EQ(compareWithInf(r.output->cast<double>(), c.expected("output"), kTolF32), std::nullopt) << "output";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, BandedFixture, ::testing::ValuesIn(loadBandedCases()), [](const auto& info) {
-  std::string s = info.param.name;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, BandedFixture, ::testing::ValuesIn(loadCases<BandedCase>("banded")),
+                         [](const auto& info) { return testName(info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BandedFixture);
 
 }  // namespace

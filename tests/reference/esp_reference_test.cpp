@@ -1,19 +1,14 @@
-// Cross-check of the C++ ESP operator (core/ops/esp*.cpp) against the independent PyTorch implementation
+// Cross-check of the C++ ESP operator (core/ops/esp/) against the independent PyTorch implementation
 // scripts/reference/esp_reference.py (fixtures in tests/fixtures/esp, made by make_esp_fixtures.py). Every
 // case runs through the registry from its operator string, the path `tlens` and the Session take.
-// Tolerances: 1e-10 in float64 (plan, output, weights, costs, soft-to-hard distance, lazy output); matchings
-// and tie counts exactly; 1e-4 in float32 for hard plans (float D_l of size ~2d move w by tau·ΔD).
+// Tolerances (docs/operators/esp.md#checks): 1e-10 in float64 (plan, output, weights, costs, soft-to-hard
+// distance, lazy output); matchings and tie counts exactly; 1e-4 in float32 for hard plans (float D_l of size
+// ~2d move w by tau·ΔD).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <ostream>
 #include <string>
-#include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "fixture_case.h"
-#include "io/npy.h"
 #include "ops/esp/esp.h"
 #include "ops/registry.h"
 
@@ -23,43 +18,14 @@ namespace {
 constexpr double kTolF64 = 1e-10;
 constexpr double kTolF32 = 1e-4;
 
-std::string espRoot() { return std::string(TL_FIXTURE_DIR) + "/esp"; }
+struct EspCase : ReferenceCase {
+  std::string sort;
+  bool hasSlices = false;
 
-struct EspCase {
-  std::string name, op, sort;
-  bool hasMask = false, hasSlices = false;
-
-  std::string file(const std::string& stem) const { return espRoot() + "/" + name + "/" + stem + ".npy"; }
-  MatD expected(const std::string& stem) const { return readNpyMatrix<double>(file(stem)); }
+  explicit EspCase(const nlohmann::json& c)
+      : ReferenceCase("esp", c), sort(c.at("sort").get<std::string>()), hasSlices(c.at("slices").get<bool>()) {}
   std::string opWithSlices() const { return hasSlices ? op + ",slices=" + file("slices") : op; }
-  AttentionInput<double> input() const {
-    AttentionInput<double> in;
-    in.Q = readNpyMatrix<double>(file("q"));
-    in.K = readNpyMatrix<double>(file("k"));
-    in.V = readNpyMatrix<double>(file("v"));
-    if (hasMask) in.mask = readNpyMask(file("mask"));
-    return in;
-  }
 };
-
-void PrintTo(const EspCase& c, std::ostream* os) { *os << c.name; }
-
-std::vector<EspCase> loadEspCases() {
-  std::ifstream in(espRoot() + "/cases.json");
-  if (!in) return {};
-  std::vector<EspCase> cases;
-  const auto manifest = nlohmann::json::parse(in);
-  for (const auto& c : manifest.at("cases")) {
-    EspCase e;
-    e.name = c.at("name").get<std::string>();
-    e.op = c.at("op").get<std::string>();
-    e.sort = c.at("sort").get<std::string>();
-    e.hasMask = c.at("mask").get<bool>();
-    e.hasSlices = c.at("slices").get<bool>();
-    cases.push_back(e);
-  }
-  return cases;
-}
 
 // Extras are L×1 (vectors) or L×n_q; the fixture stores vectors 1-D, which read as n × 1.
 MatD extra(const PlanResult<double>& r, const char* name) { return r.extras.at(name); }
@@ -67,8 +33,7 @@ MatD extra(const PlanResult<double>& r, const char* name) { return r.extras.at(n
 class EspFixture : public ::testing::TestWithParam<EspCase> {};
 
 TEST(EspFixtureManifest, ListsTheCommittedCases) {
-  const auto cases = loadEspCases();
-  ASSERT_GE(cases.size(), 20u) << "missing or short " << espRoot() << "/cases.json";
+  EXPECT_EQ(checkManifest("esp", 20), std::nullopt);
 }
 
 TEST_P(EspFixture, Float64MatchesReference) {
@@ -100,7 +65,7 @@ class EspHardFixture : public ::testing::TestWithParam<EspCase> {};
 
 std::vector<EspCase> hardCases() {
   std::vector<EspCase> hard;
-  for (const auto& c : loadEspCases())
+  for (const auto& c : loadCases<EspCase>("esp"))
     if (c.sort == "hard") hard.push_back(c);
   return hard;
 }
@@ -113,14 +78,9 @@ TEST_P(EspHardFixture, Float32MatchesReference) {
   EXPECT_EQ(compareWithInf(r.output->cast<double>(), c.expected("output"), kTolF32), std::nullopt) << "output";
 }
 
-std::string caseName(const ::testing::TestParamInfo<EspCase>& info) {
-  std::string s = info.param.name;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-}
+std::string caseName(const ::testing::TestParamInfo<EspCase>& info) { return testName(info.param); }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, EspFixture, ::testing::ValuesIn(loadEspCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Fixtures, EspFixture, ::testing::ValuesIn(loadCases<EspCase>("esp")), caseName);
 INSTANTIATE_TEST_SUITE_P(Fixtures, EspHardFixture, ::testing::ValuesIn(hardCases()), caseName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EspFixture);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EspHardFixture);

@@ -1,16 +1,11 @@
-// Cross-check of the C++ LOT operator (core/ops/lot*.cpp) against the independent PyTorch implementation in
+// Cross-check of the C++ LOT operator (core/ops/lot/) against the independent PyTorch implementation in
 // scripts/reference/lot_reference.py (fixtures in tests/fixtures/lot, made by make_lot_fixtures.py with
 // given pivots and mass logits, so no k-means has to agree). Tolerances: 1e-10 in float64 (plan, output,
-// factors, masses, duals); 2e-5 relative in float32 (plan, output), against the float64 fixture (spec/lot.md §8).
+// factors, masses, duals); 2e-5 relative in float32 (plan, output), against the float64 fixture
+// (docs/operators/lot.md#checks).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <ostream>
-
-#include <nlohmann/json.hpp>
-
 #include "fixture_case.h"
-#include "io/npy.h"
 #include "ops/lot/lot.h"
 #include "ops/registry.h"
 
@@ -20,25 +15,17 @@ namespace {
 constexpr double kTolF64 = 1e-10;
 constexpr double kRelTolF32 = 2e-5;
 
-std::string lotRoot() { return std::string(TL_FIXTURE_DIR) + "/lot"; }
-
-struct LotFixture {
-  std::string name;
-  std::string op;  // without the pivot file paths (see path())
+// op comes without the pivot file paths (see opWithFiles()).
+struct LotFixture : ReferenceCase {
   int r = 1, T = 1;
   double eps = 1, massTemp = 0.5;
-  bool hasMask = false;
 
-  std::string file(const std::string& stem) const { return lotRoot() + "/" + name + "/" + stem + ".npy"; }
-  MatD expected(const std::string& stem) const { return readNpyMatrix<double>(file(stem)); }
-  AttentionInput<double> input() const {
-    AttentionInput<double> in;
-    in.Q = expected("q");
-    in.K = expected("k");
-    in.V = expected("v");
-    if (hasMask) in.mask = readNpyMask(file("mask"));
-    return in;
-  }
+  explicit LotFixture(const nlohmann::json& c)
+      : ReferenceCase("lot", c),
+        r(c.at("r").get<int>()),
+        T(c.at("T").get<int>()),
+        eps(c.at("eps").get<double>()),
+        massTemp(c.at("mass_temp").get<double>()) {}
   // The operator string `tlens` and the Session would carry: the manifest's op plus the pivot files.
   std::string opWithFiles() const { return op + ",pivots=" + file("pivots") + ",mass_logits=" + file("mass_logits"); }
   LotParams params() const {
@@ -54,31 +41,10 @@ struct LotFixture {
   }
 };
 
-void PrintTo(const LotFixture& c, std::ostream* os) { *os << c.name; }
-
-std::vector<LotFixture> loadLotFixtures() {
-  std::ifstream in(lotRoot() + "/cases.json");
-  if (!in) return {};
-  const auto manifest = nlohmann::json::parse(in);
-  std::vector<LotFixture> cases;
-  for (const auto& c : manifest.at("cases")) {
-    LotFixture f;
-    f.name = c.at("name").get<std::string>();
-    f.op = c.at("op").get<std::string>();
-    f.r = c.at("r").get<int>();
-    f.T = c.at("T").get<int>();
-    f.eps = c.at("eps").get<double>();
-    f.massTemp = c.at("mass_temp").get<double>();
-    f.hasMask = c.at("mask").get<bool>();
-    cases.push_back(f);
-  }
-  return cases;
-}
-
 class LotFixtureTest : public ::testing::TestWithParam<LotFixture> {};
 
 TEST(LotFixtureManifest, ListsTheCommittedCases) {
-  ASSERT_GE(loadLotFixtures().size(), 12u) << "missing or short " << lotRoot() << "/cases.json";
+  EXPECT_EQ(checkManifest("lot", 12), std::nullopt);
 }
 
 TEST_P(LotFixtureTest, Float64MatchesReference) {
@@ -119,12 +85,8 @@ TEST_P(LotFixtureTest, RegistryOperatorFromTextMatchesReference) {
   EXPECT_EQ(compareWithInf(*result.output, c.expected("output"), kTolF64), std::nullopt) << c.op;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, LotFixtureTest, ::testing::ValuesIn(loadLotFixtures()), [](const auto& info) {
-  std::string s = info.param.name;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(Fixtures, LotFixtureTest, ::testing::ValuesIn(loadCases<LotFixture>("lot")),
+                         [](const auto& info) { return testName(info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LotFixtureTest);
 
 }  // namespace

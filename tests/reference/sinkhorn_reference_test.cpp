@@ -1,7 +1,7 @@
-// Cross-check of the C++ CPU reference (core/ops/sinkhorn, softmax) against the independent PyTorch
+// Cross-check of the C++ CPU reference (core/ops/sinkhorn, core/ops/softmax) against the independent PyTorch
 // implementation in scripts/reference/ (fixtures in tests/fixtures/sinkhorn, made by make_fixtures.py).
 // Tolerances: 1e-10 in float64 (plan, output, final duals, -inf at the same places); 1e-5 in float32
-// (plan, output), against the float64 fixture (spec/asap.md §8 oracle tolerances).
+// (plan, output), against the float64 fixture (docs/operators/sinkhorn.md#checks).
 #include <gtest/gtest.h>
 
 #include "fixture_case.h"
@@ -16,7 +16,7 @@ constexpr double kTolF64 = 1e-10;
 constexpr double kTolF32 = 1e-5;
 
 template <class T>
-PlanResult<T> runCase(const FixtureCase& c, const AttentionInput<T>& input) {
+PlanResult<T> runCase(const SinkhornCase& c, const AttentionInput<T>& input) {
   if (c.family == "softmax") {
     SoftmaxParams p;
     p.maskMode = parseMaskMode(c.maskMode);
@@ -31,15 +31,14 @@ PlanResult<T> runCase(const FixtureCase& c, const AttentionInput<T>& input) {
 
 MatD column(const VecD& v) { return v; }
 
-class SinkhornFixture : public ::testing::TestWithParam<FixtureCase> {};
+class SinkhornFixture : public ::testing::TestWithParam<SinkhornCase> {};
 
 TEST(SinkhornFixtureManifest, ListsTheCommittedCases) {
-  const auto cases = loadFixtureCases();
-  ASSERT_GE(cases.size(), 20u) << "missing or short " << fixtureRoot() << "/cases.json";
+  EXPECT_EQ(checkManifest("sinkhorn", 20), std::nullopt);
 }
 
 TEST_P(SinkhornFixture, Float64MatchesReference) {
-  const FixtureCase& c = GetParam();
+  const SinkhornCase& c = GetParam();
   const auto result = runCase<double>(c, c.input());
   ASSERT_TRUE(result.output.has_value());
   EXPECT_EQ(compareWithInf(result.plan.dense(), c.expected("plan"), kTolF64), std::nullopt) << "plan";
@@ -49,7 +48,7 @@ TEST_P(SinkhornFixture, Float64MatchesReference) {
 }
 
 TEST_P(SinkhornFixture, Float32MatchesReference) {
-  const FixtureCase& c = GetParam();
+  const SinkhornCase& c = GetParam();
   const auto result = runCase<float>(c, c.input().cast<float>());
   ASSERT_TRUE(result.output.has_value());
   EXPECT_EQ(compareWithInf(result.plan.dense().cast<double>(), c.expected("plan"), kTolF32), std::nullopt) << "plan";
@@ -59,14 +58,14 @@ TEST_P(SinkhornFixture, Float32MatchesReference) {
 
 // The path `tlens` and the Session take: the operator built by the registry from the same text.
 TEST_P(SinkhornFixture, RegistryOperatorFromTextMatchesReference) {
-  const FixtureCase& c = GetParam();
+  const SinkhornCase& c = GetParam();
   const auto& registry = OperatorRegistry::builtin();
   const auto op = registry.create(registry.parse(c.op));
   const auto result = op->run(c.input(), noFeedback());
   EXPECT_EQ(compareWithInf(result.plan.dense(), c.expected("plan"), kTolF64), std::nullopt) << c.op;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, SinkhornFixture, ::testing::ValuesIn(loadFixtureCases()),
+INSTANTIATE_TEST_SUITE_P(Fixtures, SinkhornFixture, ::testing::ValuesIn(loadCases<SinkhornCase>("sinkhorn")),
                          [](const auto& info) { return testName(info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SinkhornFixture);
 

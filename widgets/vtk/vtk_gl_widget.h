@@ -1,7 +1,7 @@
 #pragma once
 // The VTK bridge: a Qt6 QOpenGLWidget that hosts a vtkGenericOpenGLRenderWindow. Debian's
 // QVTKOpenGLNativeWidget is built for Qt5, so the project carries this small replacement (see
-// shared/TOOLCHAIN.md, "VTK inside a Qt6 window"). VTK renders into its own framebuffer; paintGL blits it
+// docs/building.md#vtk-in-qt6). VTK renders into its own framebuffer; paintGL blits it
 // into the widget's. Mouse and wheel events go to a trackball-camera interactor.
 #include <QOpenGLWidget>
 #include <vtkNew.h>

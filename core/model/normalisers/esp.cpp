@@ -21,8 +21,8 @@ Eigen::Map<const Mat<T>> headMatrix(const torch::Tensor& t, int64_t bh) {
   return Eigen::Map<const Mat<T>>(t.data_ptr<T>() + bh * n * c, n, c);
 }
 
-// Slice plans in attention scale, n_q·U_l, of the hard slices, from the core's HardSlice (spec/esp.md
-// §2.2–§2.6): piecewise constant in Q and K, so a constant of the autograd graph. q, k: contiguous
+// Slice plans in attention scale, n_q·U_l, of the hard slices, from the core's HardSlice (docs/operators/esp.md#definition,
+// #ties): piecewise constant in Q and K, so a constant of the autograd graph. q, k: contiguous
 // [B, H, n, d] of scalar type T.
 template <class T>
 torch::Tensor hardSlicePlans(const torch::Tensor& q, const torch::Tensor& k, const MatD& directions,
@@ -45,7 +45,7 @@ torch::Tensor hardSlicePlans(const torch::Tensor& q, const torch::Tensor& k, con
   return U;
 }
 
-// SoftSort rows (spec/esp.md §4.1, squared distance, ascending anchors): values [..., n] → [..., n, n],
+// SoftSort rows (docs/operators/esp.md#soft-sorting, squared distance, ascending anchors): values [..., n] → [..., n, n],
 // row r = rank r, column j = token j. Gradients flow through both the anchors and the entries.
 torch::Tensor softSort(const torch::Tensor& values, double temp) {
   const torch::Tensor sorted = std::get<0>(values.sort(-1));
@@ -73,7 +73,7 @@ class EspNormaliser : public TorchNormaliserImpl {
       out.output = q.scalar_type() == torch::kFloat64 ? lazyHardOutput<double>(q, k, v) : lazyHardOutput<float>(q, k, v);
       return out;
     }
-    // compat=reference-code: q, k pre-scaled by d^{-1/2} (spec/esp.md §10.6).
+    // compat=reference-code: q, k pre-scaled by d^{-1/2} (docs/operators/esp.md#compat).
     const double scale = p_.compat == EspCompat::ReferenceCode ? 1.0 / std::sqrt(double(q.size(-1))) : 1.0;
     const torch::Tensor qs = (q * scale).contiguous(), ks = (k * scale).contiguous();
     const int64_t nq = q.size(2), nk = k.size(2);

@@ -68,10 +68,11 @@ struct ColumnBlock {
   int cols;
 };
 
-// One SoftSort matrix P (spec/esp.md §4.1: squared distance, ascending anchors; row r = rank r) with its
-// columns in sorted order too: P[r, c] is the weight of token order[c]. In that order row r is a band
-// [lo_r, lo_r + len_r) around c = r (the logits fall off monotonically away from the anchor), and both band
-// ends only move right as r grows. Only the band is stored and multiplied: O(n·band) instead of O(n²).
+// One SoftSort matrix P (docs/operators/esp.md#soft-sorting: squared distance, ascending anchors;
+// row r = rank r) with its columns in sorted order too: P[r, c] is the weight of token order[c]. In that
+// order row r is a band [lo_r, lo_r + len_r) around c = r (the logits fall off monotonically away from the
+// anchor), and both band ends only move right as r grows. Only the band is stored and multiplied:
+// O(n·band) instead of O(n²).
 template <class T>
 class BandedSoftSort {
  public:
@@ -142,9 +143,9 @@ class BandedSoftSort {
     return sums;
   }
 
-  // SoftSort backward (spec §4.1: both the anchors s_r and the entries s_c carry gradient) for
-  // dL/dP[r, c] = left[r]·right[c] + column[c], which is how every gradient reaching P factors; only the
-  // band's entries are formed. Returns the sorted-order gradient of the values.
+  // SoftSort backward (docs/operators/esp.md#soft-sorting: both the anchors s_r and the entries s_c carry
+  // gradient) for dL/dP[r, c] = left[r]·right[c] + column[c], which is how every gradient reaching P factors;
+  // only the band's entries are formed. Returns the sorted-order gradient of the values.
   template <class Derived>
   Vector<T> backward(const Eigen::MatrixBase<Derived>& left, const RowMatrix<T>& right, const Vector<T>& column) const {
     Vector<T> grad = Vector<T>::Zero(size());
@@ -255,7 +256,8 @@ struct Slice {
   T cost = 0;                  // D_l = <C, U_l>
 };
 
-// Slice plans' factors and costs, and the slice weights w = softmax(−tau·D) (spec §3.2 steps 1–4).
+// Slice plans' factors and costs, and the slice weights w = softmax(−tau·D)
+// (docs/operators/esp.md#definition).
 template <class T>
 Vector<T> evaluateSlices(const Head<T>& h, T tau, const std::vector<SlicePair<T>>& sorts, std::vector<Slice<T>>& slices) {
   slices.resize(h.L);

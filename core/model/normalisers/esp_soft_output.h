@@ -1,6 +1,6 @@
 #pragma once
-// Soft ESP attention output for training (spec/esp.md §3.2 soft mode, §4.1–§4.2), for n_q = n_k and p = 2,
-// as one autograd function that never forms the [B, H, L, n, n] SoftSort tensors.
+// Soft ESP attention output for training (docs/operators/esp.md#soft-sorting, #training), for n_q = n_k and
+// p = 2, as one autograd function that never forms the [B, H, L, n, n] SoftSort tensors.
 //
 // Why: the dense LibTorch graph over [B, H, L, n, n] made a dozen passes through memory per step and ran its
 // products as batched small matrix multiplications, and that dominated ESP training. Here each (batch, head)

@@ -8,7 +8,7 @@
 namespace tl {
 
 // Potentials (ut, vt) in eps units of the plan exp(X + ut ⊕ vt) after `budget` single normalisations, rows
-// first (spec/asap.md §2.3; the same loop as ops/sinkhorn_loop.h). X [..., n_r, n_c] = S/eps; logRow and
+// first (docs/operators/sinkhorn.md#definition; the same loop as ops/sinkhorn/sinkhorn_loop.h). X [..., n_r, n_c] = S/eps; logRow and
 // logCol broadcast to [..., n_r] and [..., n_c]. A −inf log marginal marks an inactive token: its potential
 // becomes −inf − (finite LSE) = −inf, so it carries no mass and no NaN reaches the gradients.
 struct Potentials {

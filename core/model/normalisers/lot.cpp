@@ -1,5 +1,5 @@
 // lot: learned pivots per head, parameters `pivots` [H, r, d] and `mass_logits` [H, r]; two log-domain
-// problems with budget T and the glued coupling applied in O(n r d) (spec/lot.md §3–§4).
+// problems with budget T and the glued coupling applied in O(n r d) (docs/operators/lot.md#definition).
 #include <algorithm>
 #include <cmath>
 
@@ -22,7 +22,7 @@ class LotNormaliser : public TorchNormaliserImpl {
                               " columns, but the heads have d = " + std::to_string(headDim));
       Z = fromEigen(p_.pivots).unsqueeze(0).repeat({heads, 1, 1});
     } else {
-      Z = torch::randn({heads, p_.r, headDim}) / std::sqrt(double(headDim));  // N(0, 1/d), spec/lot.md §1
+      Z = torch::randn({heads, p_.r, headDim}) / std::sqrt(double(headDim));  // N(0, 1/d), docs/operators/lot.md#training
     }
     if (p_.massLogits.size() != 0) theta = fromEigen(p_.massLogits).view({1, -1}).repeat({heads, 1});
     pivots_ = register_parameter("pivots", Z);
@@ -43,7 +43,7 @@ class LotNormaliser : public TorchNormaliserImpl {
                             std::to_string(pivots_.size(2)) + ", not " + c10::str(q.sizes()));
     const torch::Tensor Z = pivots_.to(q.scalar_type()).unsqueeze(0);  // [1, H, r, d]
     const torch::Tensor logw = torch::log_softmax(massLogits_.to(q.scalar_type()) / p_.massTemp, -1).unsqueeze(0);
-    // (1) queries → pivots on S1 = Q Zᵀ/√d, (2) pivots → keys on S2 = Z Kᵀ/√d (spec/lot.md §3.4).
+    // (1) queries → pivots on S1 = Q Zᵀ/√d, (2) pivots → keys on S2 = Z Kᵀ/√d (docs/operators/lot.md#definition).
     const torch::Tensor X1 = scaledScores(q, Z, p_.eps), X2 = scaledScores(Z, k, p_.eps);
     const torch::Tensor P1 = planOf(X1, alternateNormalisations(X1, logUniform(nq, q), logw, p_.T));
     const torch::Tensor P2 = planOf(X2, alternateNormalisations(X2, logw, logUniform(nk, k), p_.T));

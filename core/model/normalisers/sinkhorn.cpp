@@ -1,5 +1,5 @@
-// sinkhorn: unrolled log-domain loop, T single normalisations rows first (spec/asap.md §2.3); key masks in
-// both mask_modes, with −inf potentials instead of multiplied masks (README errata 1).
+// sinkhorn: unrolled log-domain loop, T single normalisations rows first (docs/operators/sinkhorn.md#definition); key masks in
+// both mask_modes, with −inf potentials instead of multiplied masks (docs/conventions.md#log-domain).
 #include <limits>
 
 #include "model/normalisers/families.h"
@@ -26,7 +26,7 @@ class SinkhornNormaliser : public TorchNormaliserImpl {
                  withAttention);
     const torch::Tensor negInf = torch::full({1}, kNegInf, X.options());
     if (p_.maskMode == MaskMode::KeepQueries) {
-      // spec/asap.md §2.5: every query row kept with mu = 1/n_q; padded keys get nu_j = 0.
+      // keep-queries (docs/conventions.md#masks): every query row kept with mu = 1/n_q; padded keys get nu_j = 0.
       const torch::Tensor logCol = torch::where(keyMask, logUniform(nk, X), negInf).unsqueeze(1);
       return mix(double(nq) * planOf(X, alternateNormalisations(X, logUniform(nq, X), logCol, p_.T)), v,
                  withAttention);

@@ -11,7 +11,7 @@
 // makeTorchNormaliser builds them through one table keyed by family name (torch_normalisers.cpp); the
 // registry's FamilyInfo::backends says which families declare Backend::Torch, and a test checks that the
 // two lists agree.
-// This header includes LibTorch: only model/ sources include it (TOOLCHAIN.md header hygiene).
+// This header includes LibTorch: only model/ sources include it (docs/building.md#header-hygiene).
 #include <string>
 #include <vector>
 

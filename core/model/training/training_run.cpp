@@ -193,7 +193,8 @@ class TrainingRun {
     return model;
   }
 
-  // ESP's SoftSort temperature of epoch e (0-based): t_e = t_0·γ^e (spec/esp.md §10.14); 0 for other families.
+  // ESP's SoftSort temperature of epoch e (0-based): t_e = t_0·γ^e (docs/operators/esp.md#training); 0 for
+  // other families.
   double sortTemp(int e) const {
     if (spec_.family != "esp") return 0;
     return getReal(spec_.params, "sort_temp") * std::pow(options().sortAnneal, e);

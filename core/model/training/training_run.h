@@ -26,7 +26,7 @@ struct TrainingOptions {
   int epochs = 10, batch = 128;
   double lr = 1e-3, weightDecay = 0.05, labelSmoothing = 0.0;
   double warmup = 0.05;      // fraction of all steps spent ramping the learning rate up linearly
-  double sortAnneal = 0.8;   // ESP: epoch e trains with sort_temp·sortAnneal^e (spec/esp.md §4.3, §10.14)
+  double sortAnneal = 0.8;   // ESP: epoch e trains with sort_temp·sortAnneal^e (docs/operators/esp.md#training)
   bool augment = true;       // random 2-px-padded crops and horizontal flips
   uint64_t seed = 0;
   // LibTorch intra-op threads (0 = every hardware thread). One by default: on a machine whose cores are

@@ -28,8 +28,8 @@ torch::Tensor batchPixels(const VitConfig& config, const FashionMnistSplit& spli
 torch::Tensor batchLabels(const FashionMnistSplit& split, const std::vector<int64_t>& indices);  // int64 [B]
 
 // The attention a training forward pass uses in place of the model's own normaliser, or none. ESP trains
-// with SoftSort at `sortTemp` (the spec's sort_temp annealed per epoch, spec/esp.md §4.3); its slices come
-// from the spec, so they are the model's own. Other families train with their own normaliser.
+// with SoftSort at `sortTemp` (the spec's sort_temp annealed per epoch, docs/operators/esp.md#training); its
+// slices come from the spec, so they are the model's own. Other families train with their own normaliser.
 std::optional<AttentionOverride> trainingAttention(const VitConfig& config, double sortTemp);
 
 struct StepResult {

@@ -16,7 +16,7 @@
 namespace tl {
 namespace {
 
-// Predicted source dual u0 in score coordinates (§4.2, D.1): Φβ − a, or the given dual.
+// Predicted source dual u0 in score coordinates (docs/operators/asap.md#closures): Φβ − a, or the given dual.
 template <class T>
 Vec<T> predictedSourceDual(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask,
                            PlanResult<T>& r) {
@@ -46,7 +46,8 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   const T negInf = -std::numeric_limits<T>::infinity();
   const DenseScores<T> X(in.Q, in.K, eps);
 
-  // Marginals as the Sinkhorn teacher's (§2.5): mu = 1/n_q everywhere, nu = 1/n_k on active keys, else 0.
+  // Marginals as the Sinkhorn teacher's (docs/operators/asap.md#masks): mu = 1/n_q everywhere, nu = 1/n_k on
+  // active keys, else 0.
   const Vec<T> logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
   Vec<T> logNu = Vec<T>::Constant(nk, -std::log(T(nk)));
   if (keyMask)
@@ -56,7 +57,7 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   PlanResult<T> r;
   const Vec<T> u0 = predictedSourceDual(in, p, keyMask, r);
   r.extras["asap_u"] = u0;
-  // Potentials in eps units; each closure is one log-sum-exp pass (§4.3, §4.4).
+  // Potentials in eps units; each closure is one log-sum-exp pass (docs/operators/asap.md#definition).
   auto keyClosure = [&](const Vec<T>& ut) -> Vec<T> { return logNu - X.colLogSumExp(ut); };
   auto sourceClosure = [&](const Vec<T>& vt) -> Vec<T> { return logMu - X.rowLogSumExp(vt); };
 

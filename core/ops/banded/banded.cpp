@@ -46,8 +46,9 @@ void checkBandedParams(const BandedParams& p) {
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-// §4: one dustbin token per side (zero query, key and value: a neutral "null" token, since the tool has
-// no learned ones) appended after the real tokens. Fillers for tile alignment are unnecessary on the CPU.
+// docs/operators/banded.md#dustbin: one dustbin token per side (zero query, key and value: a neutral "null"
+// token, since the tool has no learned ones) appended after the real tokens. Fillers for tile alignment are
+// unnecessary on the CPU.
 template <class T>
 AttentionInput<T> withDustbin(const AttentionInput<T>& in) {
   AttentionInput<T> out;
@@ -80,12 +81,14 @@ PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParam
   const auto start = std::chrono::steady_clock::now();
   const AttentionInput<T> in = p.dustbin ? withDustbin(original) : original;
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
-  // With a dustbin every token must reach it, which widens the band to the whole sequence (§4.3).
+  // With a dustbin every token must reach it, which widens the band to the whole sequence
+  // (docs/operators/banded.md#dustbin).
   const Eigen::Index W = p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
   const auto X = std::make_shared<const BandScores<T>>(in.Q, in.K, T(p.eps), W);
 
-  // Unit targets: every active row and column has mass 1 in attention scale A = n_q·P; tokens with no
-  // support entry are inactive (rows i ≥ n_k + W on rectangles, docs/operators/banded.md#rectangles).
+  // Unit targets (docs/operators/banded.md#definition): every active row and column has mass 1 in attention
+  // scale A = n_q·P; tokens with no support entry are inactive (rows i ≥ n_k + W on rectangles,
+  // docs/operators/banded.md#rectangles).
   const T logUnit = -std::log(T(nq));
   const Vec<T> logMu = X->activeRows().select(Vec<T>::Constant(nq, logUnit), kNegInf<T>).matrix();
   const Vec<T> logNu = X->activeCols().select(Vec<T>::Constant(nk, logUnit), kNegInf<T>).matrix();

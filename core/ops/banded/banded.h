@@ -1,10 +1,11 @@
 #pragma once
-// Block-wise banded Sinkhorn attention, forward (spec/banded-sinkhorn.md §2): unit-target Sinkhorn
+// Block-wise banded Sinkhorn attention, forward (docs/operators/banded.md#definition): unit-target Sinkhorn
 // restricted to the support |i − j| ≤ W (raw indices), a stopped base of `base_steps` full (row+column)
 // steps, centred, then `tail_steps` raw full steps; equivalent budget T = 2·(base_steps + tail_steps).
-// Band storage keeps memory O(n·W). Optional single active dustbin (§4): one extra token per side with
-// unit mass, reachable from every token (the support becomes dense, as in the paper).
-// Duals are written in score coordinates (errata 3): A = n_q·exp((S + u ⊕ v)/eps) on the support.
+// Band storage keeps memory O(n·W). Optional single active dustbin (docs/operators/banded.md#dustbin): one
+// extra token per side with unit mass, reachable from every token (the support becomes dense, as in
+// the paper). Duals are written in score coordinates (docs/conventions.md#duals):
+// A = n_q·exp((S + u ⊕ v)/eps) on the support.
 #include "common/attention_input.h"
 #include "common/feedback.h"
 #include "common/param_bindings.h"

@@ -12,7 +12,8 @@
 namespace tl {
 namespace {
 
-// One softmax map of the pair (Q[:, half], K[:, half]); its scores use the half width h (§6.2, s = 1/√h).
+// One softmax map of the pair (Q[:, half], K[:, half]); its scores use the half width h (s = 1/√h,
+// docs/operators/diff.md#resolutions).
 template <class T>
 Mat<T> halfSoftmax(const AttentionInput<T>& in, Eigen::Index half, Feedback& feedback) {
   const Eigen::Index h = in.Q.cols() / 2;

@@ -1,5 +1,5 @@
 #pragma once
-// DiffTransformer attention, the ESPFormer baseline of spec/esp.md §6.2:
+// DiffTransformer attention, the ESPFormer baseline (docs/operators/diff.md#definition):
 //   A = softmax(Q1 K1ᵀ/√h) − lambda·softmax(Q2 K2ᵀ/√h),   O = A V,
 // where [Q1 | Q2] and [K1 | K2] split the head dimension d into two halves of h = d/2 (d must be even).
 // A is not a transport plan: entries can be negative and rows sum to 1 − lambda. Its marginal errors are

@@ -15,7 +15,8 @@
 namespace tl {
 namespace {
 
-// Q and K as ESP sees them: pre-scaled by d^{-1/2} under compat=reference-code (spec/esp.md §10.6).
+// Q and K as ESP sees them: pre-scaled by d^{-1/2} under compat=reference-code
+// (docs/operators/esp.md#compat).
 template <class T>
 std::pair<Mat<T>, Mat<T>> queriesAndKeys(const AttentionInput<T>& in, const EspParams& p) {
   if (p.compat == EspCompat::Paper) return {in.Q, in.K};
@@ -23,7 +24,8 @@ std::pair<Mat<T>, Mat<T>> queriesAndKeys(const AttentionInput<T>& in, const EspP
   return {in.Q * scale, in.K * scale};
 }
 
-// Everything the hard path needs, with nothing n×n: per-slice tie groups and couplings, and D_l (§3.2 steps 1–3).
+// Everything the hard path needs, with nothing n×n: per-slice tie groups and couplings, and D_l
+// (docs/operators/esp.md#lazy-path).
 template <class T>
 struct HardSlices {
   std::vector<HardSlice> slices;
@@ -67,8 +69,8 @@ struct SoftPlan {
   Vec<T> costs;
 };
 
-// §4.2: U_l = R^Qᵀ Λ R^K with SoftSort matrices, D_l = <C, U_l>, accumulated over slices with the online
-// softmax of §4.4 so that only one n_q×n_k plan is held at a time.
+// docs/operators/esp.md#soft-sorting: U_l = R^Qᵀ Λ R^K with SoftSort matrices, D_l = <C, U_l>, accumulated
+// over slices with an online (running) softmax so that only one n_q×n_k plan is held at a time.
 template <class T>
 SoftPlan<T> softPlan(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, const EspParams& p, Feedback& feedback) {
   const Eigen::Index nq = Q.rows(), nk = K.rows();
@@ -112,7 +114,7 @@ Mat<T> tieCounts(const std::vector<HardSlice>& slices) {
   return m;
 }
 
-// Targets in attention scale (§2.5): rows 1, columns n_q/n_k.
+// Targets in attention scale (docs/operators/esp.md#unequal-sizes): rows 1, columns n_q/n_k.
 template <class T>
 void setTargetsAndErrors(PlanResult<T>& r) {
   const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
@@ -171,7 +173,7 @@ Mat<T> widenMatchings(const Mat<T>& sub, const std::vector<Eigen::Index>& valid,
 template <class T>
 Vec<T> sliceWeights(const Vec<T>& costs, double tau) {
   // Scalar std::exp: a far-off slice gets exactly 0 (Eigen's vectorised exp stops at a denormal), so large
-  // tau gives an exact one-hot weight and G = U_argmin (oracles O3, O4).
+  // tau gives an exact one-hot weight and G = U_argmin (docs/operators/esp.md#checks).
   const Vec<T> e = (-T(tau) * (costs.array() - costs.minCoeff())).unaryExpr([](T x) { return std::exp(x); }).matrix();
   return e / e.sum();
 }

@@ -1,6 +1,7 @@
 #pragma once
-// ESP parameters (spec/README.md glossary: tau, p, slicer, L, sort, sort_temp; the rest are [ours] choices
-// of spec/esp.md §2.5, §2.6, §10.2, §10.6) and the schema that drives CLI, GUI and Session JSON.
+// ESP parameters (docs/operators/esp.md#parameters; the glossary names of docs/conventions.md#glossary: tau,
+// p, slicer, L, sort, sort_temp; ties, rank_coupling and compat are the tool's resolutions,
+// docs/operators/esp.md#resolutions) and the schema that drives CLI, GUI and Session JSON.
 #include "common/param_bindings.h"
 #include "common/params.h"
 #include "ops/esp/esp_slice.h"
@@ -12,7 +13,8 @@ namespace tl {
 
 enum class SortMode { Hard, Soft };
 
-// §10.2, §10.6: the public code uses p = 1 on q, k pre-scaled by d^{-1/2}; the paper uses p = 2 unscaled.
+// docs/operators/esp.md#compat: the public code uses p = 1 on q, k pre-scaled by d^{-1/2}; the paper uses
+// p = 2 unscaled.
 enum class EspCompat { Paper, ReferenceCode };
 
 struct EspParams {

@@ -7,7 +7,7 @@
 namespace tl {
 namespace {
 
-// Tokens by ascending value, stable by token index (README errata 6).
+// Tokens by ascending value, stable by token index (docs/operators/esp.md#ties).
 template <class T>
 std::vector<int> ascendingOrder(const Vec<T>& values) {
   std::vector<int> order(values.size());
@@ -42,7 +42,8 @@ std::vector<int> groupOfRank(const std::vector<int>& starts) {
   return group;
 }
 
-// Λ's entries summed per (query group, key group): eq. 5's |R(i) ∩ R(j)|-type masses.
+// Λ's entries summed per (query group, key group): the |R(i) ∩ R(j)|-type masses of ties=split
+// (docs/operators/esp.md#ties).
 std::vector<HardSlice::Block> groupBlocks(const std::vector<RankCouplingEntry>& coupling,
                                           const std::vector<int>& queryGroup, const std::vector<int>& keyGroup) {
   std::vector<HardSlice::Block> blocks;

@@ -1,9 +1,10 @@
 #pragma once
-// One hard ESP slice (spec/esp.md §2.2, §2.5, §2.6): tokens sorted by their projection, grouped into tie
-// groups, and the lifted plan U_l = R^Qᵀ Λ R^K stored as plan-scale masses moved between query and key
-// tie groups. Inside a pair of groups the mass is spread uniformly (eq. 5). With ties=break every group is
-// one token, so U_l is Λ between single tokens (a permutation /n when n_q = n_k). Nothing is n×n: a slice
-// holds O(n_q + n_k) numbers, and the plan, its cost and its product with V are read from the blocks.
+// One hard ESP slice (docs/operators/esp.md#definition, #unequal-sizes, #ties): tokens sorted by their
+// projection, grouped into tie groups, and the lifted plan U_l = R^Qᵀ Λ R^K stored as plan-scale masses moved
+// between query and key tie groups. Inside a pair of groups the mass is spread uniformly (ties=split). With
+// ties=break every group is one token, so U_l is Λ between single tokens (a permutation /n when n_q = n_k).
+// Nothing is n×n: a slice holds O(n_q + n_k) numbers, and the plan, its cost and its product with V are read
+// from the blocks.
 #include <vector>
 
 #include "common/matrix.h"
@@ -11,8 +12,8 @@
 
 namespace tl {
 
-// spec/esp.md §2.6 [ours]: split = eq. 5 (mass shared uniformly inside tie groups, the t → 0 limit of
-// SoftSort); break = one permutation from a stable sort by (value, token index) (README errata 6).
+// docs/operators/esp.md#ties: split = the lifted plan (mass shared uniformly inside tie groups, the t → 0
+// limit of SoftSort); break = one permutation from a stable sort by (value, token index).
 enum class TiePolicy { Split, Break };
 
 struct HardSlice {
@@ -24,17 +25,18 @@ struct HardSlice {
   std::vector<int> queryGroupStart, keyGroupStart;  // first rank of each group, then a final n sentinel
   std::vector<Block> blocks;                        // ordered by (queryGroup, keyGroup), no duplicates
   // Break-rule matching: for each query the key whose rank receives most of its rank's mass (the first
-  // such key on a tie). π_l of §2.2 when n_q = n_k, also under ties=split (where U_l itself is not a
-  // permutation on tied groups).
+  // such key on a tie). π_l of docs/operators/esp.md#definition when n_q = n_k, also under ties=split (where
+  // U_l itself is not a permutation on tied groups).
   std::vector<int> matching;
-  int tiedTokens = 0;  // queries plus keys that share their projected value with another token (§2.6 flag)
+  int tiedTokens = 0;  // queries plus keys that share their projected value with another token (the esp_ties flag)
 };
 
 template <class T>
 HardSlice hardSlice(const Vec<T>& queryProjection, const Vec<T>& keyProjection,
                     const std::vector<RankCouplingEntry>& coupling, TiePolicy ties);
 
-// D_l = <C, U_l> = Σ_blocks mass/(|g_q||g_k|) Σ_{i∈g_q, j∈g_k} ‖q_i − k_j‖^p   (eq. 10).
+// D_l = <C, U_l> = Σ_blocks mass/(|g_q||g_k|) Σ_{i∈g_q, j∈g_k} ‖q_i − k_j‖^p
+// (docs/operators/esp.md#definition, step 5).
 template <class T>
 T sliceCost(const HardSlice& slice, const Mat<T>& Q, const Mat<T>& K, double p);
 
@@ -47,7 +49,7 @@ void addSlicePlan(const HardSlice& slice, T scale, Mat<T>& plan);
 template <class T>
 void addSliceProduct(const HardSlice& slice, T scale, const Mat<T>& V, Mat<T>& output, bool transposed);
 
-// C_ij = ‖q_i − k_j‖^p from ‖q_i − k_j‖² (spec/esp.md §2.3); p = 2 needs no square root.
+// C_ij = ‖q_i − k_j‖^p from ‖q_i − k_j‖² (docs/operators/esp.md#definition); p = 2 needs no square root.
 template <class T>
 T groundCost(T squaredDistance, double p);
 

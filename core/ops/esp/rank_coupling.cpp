@@ -24,7 +24,8 @@ std::vector<RankCouplingEntry> northWestCorner(int nq, int nk) {
   return out;
 }
 
-// spec/esp.md §2.5: the code's linspace(0, 1, ·) hat matrix; x = 0 for every r when n_q = 1.
+// docs/operators/esp.md#unequal-sizes: the code's linspace(0, 1, ·) hat matrix; x = 0 for every r when
+// n_q = 1.
 std::vector<RankCouplingEntry> interpolation(int nq, int nk) {
   std::vector<RankCouplingEntry> out;
   for (int r = 0; r < nq; ++r) {

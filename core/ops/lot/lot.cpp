@@ -100,7 +100,8 @@ PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Fee
   return r;
 }
 
-// Padded tokens: zero rows of P1, zero columns of P2 and potentials u1, v2 set to 0 (errata 12, §5.5).
+// Padded tokens: zero rows of P1, zero columns of P2 and potentials u1, v2 set to 0
+// (docs/operators/lot.md#masks).
 template <class T>
 void padExtras(PlanResult<T>& r, const Mask& mask) {
   const auto idx = validIndices(mask);

@@ -1,15 +1,16 @@
 #pragma once
-// LOT attention: doubly stochastic attention through r pivots (spec/lot.md §2–§4, README errata 11–12).
+// LOT attention: doubly stochastic attention through r pivots (docs/operators/lot.md#definition).
 // Queries are transported to a pivot measure σ = Σ_l w_l δ_{z_l} and σ to the keys by two log-domain
 // entropic problems with budget T each (lot_coupling.h); the glued coupling A = n·P1 diag(1/w) P2 has rank
-// ≤ r and is applied to V in O(n r d) without forming n×n (§4.4). Pivots: lot_pivots.h.
+// ≤ r and is applied to V in O(n r d) without forming n×n (docs/operators/lot.md#lazy-path). Pivots:
+// lot_pivots.h.
 //
 // Results: `plan` A (attention scale, rows = queries), `output` A V (computed from the factors), marginal
 // errors of A after every step, no n×n duals (u, v empty), and the extras
 //   lot_P1 (n×r, queries → pivots, transport scale), lot_P2 (r×n, pivots → keys), lot_pivot_masses (w, r×1),
 //   lot_pivots (Z, r×d), lot_u1, lot_v1, lot_u2, lot_v2 (duals in score coordinates, vectors as k×1).
-// mask_mode: subsequence only (§5.5): the operator runs on the valid tokens with marginals 1/n_valid;
-// padded rows of P1, columns of P2 and their potentials u1, v2 are 0 (errata 12).
+// mask_mode: subsequence only (docs/operators/lot.md#masks): the operator runs on the valid tokens with
+// marginals 1/n_valid; padded rows of P1, columns of P2 and their potentials u1, v2 are 0.
 #include "common/attention_input.h"
 #include "common/feedback.h"
 #include "common/param_bindings.h"
@@ -44,7 +45,8 @@ PivotInit resolvedPivotInit(const LotParams& params);
 template <class T>
 PlanResult<T> lotAttention(const AttentionInput<T>& input, const LotParams& params, Feedback& feedback = noFeedback());
 
-// O = A V in O(n r d) without forming n×n (§4.4); equals lotAttention(...).output. Needs V.
+// O = A V in O(n r d) without forming n×n (docs/operators/lot.md#lazy-path); equals lotAttention(...).output.
+// Needs V.
 template <class T>
 Mat<T> lotOutput(const AttentionInput<T>& input, const LotParams& params, Feedback& feedback = noFeedback());
 

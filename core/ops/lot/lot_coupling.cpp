@@ -8,8 +8,8 @@
 namespace tl {
 namespace {
 
-// One entropic problem max <S,P> + eps·H(P) over Π(a, b) (lot.md §3.1), on X = S/eps. Potentials are
-// kept in eps units (ut = u/eps, vt = v/eps) so every single normalisation is one log-sum-exp.
+// One entropic problem max <S,P> + eps·H(P) over Π(a, b) (docs/operators/lot.md#definition), on X = S/eps.
+// Potentials are kept in eps units (ut = u/eps, vt = v/eps) so every single normalisation is one log-sum-exp.
 template <class T>
 class EntropicProblem {
  public:
@@ -17,7 +17,8 @@ class EntropicProblem {
       : X_(std::move(X)), loga_(std::move(loga)), logb_(std::move(logb)), ut_(Vec<T>::Zero(X_.rows())),
         vt_(Vec<T>::Zero(X_.cols())) {}
 
-  // Single normalisation t = 1, 2, ... (lot.md §3.3 `sinkhorn_log`): odd t closes the rows, even t the columns.
+  // Single normalisation t = 1, 2, ... (docs/operators/sinkhorn.md#definition): odd t closes the rows, even t
+  // the columns.
   void normalise(int t) {
     if (t % 2 == 1)
       ut_ = loga_ - rowLogSumExp(X_, vt_);
@@ -35,7 +36,7 @@ class EntropicProblem {
   Vec<T> ut_, vt_;
 };
 
-// Marginal errors of A = n_q·P1 diag(1/w) P2 from its factors in O(n r) (lot.md §4.2):
+// Marginal errors of A = n_q·P1 diag(1/w) P2 from its factors in O(n r) (docs/operators/lot.md#outputs):
 // A 1 = n_q·P1 (P2 1 / w), 1ᵀA = n_q·(P1ᵀ1 / w)ᵀ P2.
 template <class T>
 MarginalErrors composedErrors(const LotCoupling<T>& c) {
@@ -85,7 +86,8 @@ LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   const Eigen::Index nq = Q.rows(), nk = K.rows();
   const Vec<T> logQueries = Vec<T>::Constant(nq, -std::log(T(nq)));  // a = 1/n_q
   const Vec<T> logKeys = Vec<T>::Constant(nk, -std::log(T(nk)));     // b = 1/n_k
-  // (1) queries → pivots on S1 = Q Zᵀ/√d; (2) pivots → keys on S2 = Z Kᵀ/√d (lot.md §3.4).
+  // (1) queries → pivots on S1 = Q Zᵀ/√d; (2) pivots → keys on S2 = Z Kᵀ/√d
+  // (docs/operators/lot.md#definition).
   EntropicProblem<T> toPivots(Mat<T>(scores(Q, Z) / e), logQueries, logw);
   EntropicProblem<T> fromPivots(Mat<T>(scores(Z, K) / e), logw, logKeys);
 

@@ -1,11 +1,11 @@
 #pragma once
-// The two entropic problems of LOT and their glued coupling (spec/lot.md §3.2–§4.4, README errata 11):
+// The two entropic problems of LOT and their glued coupling (docs/operators/lot.md#definition):
 //   (1) P1 ∈ Π(1/n_q, w) on S1 = Q Zᵀ/√d (queries → pivots), duals u1 (queries), v1 (pivots);
 //   (2) P2 ∈ Π(w, 1/n_k) on S2 = Z Kᵀ/√d (pivots → keys),    duals u2 (pivots), v2 (keys);
-// each solved in the log domain by T single normalisations rows first, from zero potentials (§3.3):
+// each solved in the log domain by T single normalisations rows first, from zero potentials:
 //   P1_il = exp((S1_il + u1_i + v1_l)/eps),  P2_lj = exp((S2_lj + u2_l + v2_j)/eps),
-// glued into the attention-scale plan A = n_q · P1 diag(1/w) P2 (§4.1; n_q/n_k-scaled columns when the
-// sides differ in size). The 1/√d scale applies to queries and keys only, never to the pivots (§1).
+// glued into the attention-scale plan A = n_q · P1 diag(1/w) P2 (n_q/n_k-scaled columns when the
+// sides differ in size). The 1/√d scale applies to queries and keys only, never to the pivots.
 #include <vector>
 
 #include "common/feedback.h"

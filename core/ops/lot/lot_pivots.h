@@ -1,11 +1,12 @@
 #pragma once
 // The LOT pivot (reference) measure σ = Σ_l w_l δ_{z_l} before its temperature: locations Z (r×d) and mass
-// logits θ (r), w = softmax(θ/mass_temp) (spec/lot.md §2). Where the pivots come from (`pivot_init`):
+// logits θ (r), w = softmax(θ/mass_temp) (docs/operators/lot.md#pivots). Where the pivots come from
+// (`pivot_init`):
 //  file     : Z from `pivots=PATH.npy` (r×d).
-//  gaussian : Z ~ N(0, 1/d) (the vision initialisation, lot.md §1) and θ ~ N(0, 0.5²) (the §8 test
-//             distribution), both drawn from `seed`, Z first.
+//  gaussian : Z ~ N(0, 1/d) (the paper's vision initialisation, docs/operators/lot.md#training)
+//             and θ ~ N(0, 0.5²) (the distribution of the tests), both drawn from `seed`, Z first.
 //  kmeans   : Z = k-means centres of the union of the (valid) queries and keys; θ = 0, i.e. uniform masses
-//             (the paper's initialisation, §2). k-means++ seeding from `seed`, then Lloyd iterations, so the
+//             (the paper's initialisation). k-means++ seeding from `seed`, then Lloyd iterations, so the
 //             centres are a deterministic function of the tokens and the seed. The default: on synthetic or
 //             checkpoint inputs without trained pivots it places the pivots where the tokens are.
 // `mass_logits=PATH.npy` (r) replaces θ in every mode.
@@ -45,8 +46,9 @@ VecD readMassLogits(const std::string& path, int r);
 // Checks given pivots against r and the head dimension d (finite values, Z r×d, θ of length r).
 void validatePivots(const LotPivots& pivots, int r, int d);
 
-// log w = log_softmax(θ/mass_temp) (lot.md §2: compute log w directly). Throws InvalidArgument when a mass
-// underflows to 0 in precision T (the logit range divided by mass_temp is too wide).
+// log w = log_softmax(θ/mass_temp) (docs/operators/lot.md#definition: compute log w directly). Throws
+// InvalidArgument when a mass underflows to 0 in precision T (the logit range divided by mass_temp is too
+// wide).
 template <class T>
 Vec<T> logPivotMasses(const VecD& massLogits, double massTemp);
 

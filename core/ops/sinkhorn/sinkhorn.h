@@ -1,8 +1,9 @@
 #pragma once
-// Finite-budget log-domain Sinkhorn attention (spec/asap.md §2.3, spec/README.md conventions).
-// Budget T = number of single normalisations starting with rows: T=1 is row softmax, odd T ends on rows,
-// even T ends on columns. Scores S = QKᵀ/√d, kernel exp(S/eps), marginals mu = 1/n_q, nu = 1/n_k
-// (keep-queries: nu_j = 0 on padded keys). Returns A = n_q·P plus the duals after every step.
+// Finite-budget log-domain Sinkhorn attention (docs/operators/sinkhorn.md#definition).
+// Budget T = number of single normalisations starting with rows (docs/conventions.md#budget): T=1 is row
+// softmax, odd T ends on rows, even T ends on columns. Scores S = QKᵀ/√d, kernel exp(S/eps), marginals
+// mu = 1/n_q, nu = 1/n_k (keep-queries: nu_j = 0 on padded keys). Returns A = n_q·P plus the duals after
+// every step.
 #include <optional>
 #include <utility>
 

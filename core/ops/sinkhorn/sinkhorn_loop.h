@@ -1,6 +1,6 @@
 #pragma once
-// The one log-domain Sinkhorn loop (spec/asap.md §2.3), over any score geometry (score_geometry.h):
-// dense Sinkhorn and banded Sinkhorn differ only in their support and their marginals.
+// The one log-domain Sinkhorn loop (docs/operators/sinkhorn.md#definition), over any score geometry
+// (score_geometry.h): dense Sinkhorn and banded Sinkhorn differ only in their support and their marginals.
 //
 // Potentials are kept in eps units (ut = u/eps, vt = v/eps) so each half-step is one log-sum-exp over X.
 // Marginal errors after step t need the sums of both sides of plan t. The closing side comes from step t's
@@ -18,7 +18,8 @@ namespace tl {
 struct SinkhornLoopOptions {
   int budget = 10;             // single normalisations, rows first
   // The first `centredFullSteps` full steps end with the gauge (u − m, v + m), m = mean of active u
-  // (banded §2.3: the stopped base is centred, the tail runs raw). Plans are unchanged by it.
+  // (docs/operators/banded.md#definition: the stopped base is centred, the tail runs raw). Plans are
+  // unchanged by it.
   int centredFullSteps = 0;
   const char* stage = "sinkhorn";
 };
@@ -60,7 +61,7 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
   r.vHistory.resize(T_, vt.size());
   r.errorHistory.assign(size_t(T_), MarginalErrors{});
   // Accumulated centring shift c: the raw (never-centred) potentials are (ut + c, vt − c). Those are the
-  // ones written out (spec/README.md errata 3); −inf stays −inf.
+  // ones written out (docs/conventions.md#duals); −inf stays −inf.
   T gauge = 0;
   for (int t = 1; t <= T_ + 1; ++t) {
     feedback.throwIfCanceled();

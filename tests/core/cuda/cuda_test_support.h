@@ -2,7 +2,7 @@
 // Cases, CPU references and comparisons shared by the CUDA tests: the kernel tests on a GPU
 // (tl_core_cuda_kernel_tests) and the CPU simulation of the same kernels (tl_core_cuda_math_tests).
 //
-// The reference is the CPU loop itself (core/ops/sinkhorn_loop.h over DenseScores, exactly what
+// The reference is the CPU loop itself (core/ops/sinkhorn/sinkhorn_loop.h over DenseScores, exactly what
 // sinkhornAttention runs on its inputs) in float64 and in float32. The device result is compared with the
 // float64 run, and its tolerance scales with the float32 run's own error on the same case (FlashAttention's
 // test idea): err_device ≤ kRatio · err_f32 + floor, floor = kFloorUlps · FLT_EPSILON · max(1, max|ref|).

@@ -160,7 +160,7 @@ TEST(OnlineLse, LargeScoresDoNotOverflow) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Half-step closure, sums and errors (core/ops/sinkhorn_loop.h)
+// Half-step closure, sums and errors (core/ops/sinkhorn/sinkhorn_loop.h)
 
 TEST(HalfStep, ClosureKeepsInactiveTokensAtMinusInfinity) {
   EXPECT_EQ(closure(kNegInf, 3.f), kNegInf);

@@ -69,7 +69,7 @@ TEST(LogDomain, StableOnHugeValues) {
 }
 
 // Masked (-inf) entries, in X or in the shift, contribute nothing; an all -inf row gives -inf, not NaN
-// (spec/README.md errata 1).
+// (docs/conventions.md#log-domain).
 TEST(LogDomain, MinusInfinityIsSafe) {
   MatD X(3, 3);
   X << 0.5, -kInf, 1.5,  //

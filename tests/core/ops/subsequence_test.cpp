@@ -69,7 +69,7 @@ TEST(Subsequence, ScattersValidBlockAndZeroesPadding) {
     EXPECT_EQ(r.output->row(i).cwiseAbs().maxCoeff(), 0.0);
     EXPECT_EQ(r.u(i), -kInf);
     EXPECT_EQ(r.v(i), -kInf);
-    EXPECT_EQ(r.rowTarget(i), 0.0) << "padded rows have target 0 (errata 2)";
+    EXPECT_EQ(r.rowTarget(i), 0.0) << "padded rows have target 0 (docs/conventions.md#marginal-errors)";
     EXPECT_EQ(r.colTarget(i), 0.0);
   }
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the ESP tests: inputs, parameters and independent reference formulas written here
-// from spec/esp.md (§2.2 matching, §2.6 eq. 5, eq. 9–10), never taken from core/.
+// from docs/operators/esp.md (#definition: matching, costs and weights; #ties: the split plan), never taken
+// from core/.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -26,7 +27,7 @@ inline EspParams espParams(double tau, SortMode sort = SortMode::Hard, TiePolicy
   return p;
 }
 
-// Stable ascending order of a vector (ties by index, errata 6).
+// Stable ascending order of a vector (ties by index, docs/operators/esp.md#ties).
 inline std::vector<int> argsortAscending(const VecD& v) {
   std::vector<int> order(v.size());
   std::iota(order.begin(), order.end(), 0);
@@ -34,7 +35,7 @@ inline std::vector<int> argsortAscending(const VecD& v) {
   return order;
 }
 
-// §2.2 step 4: π(i) = ordK[rankQ(i)].
+// docs/operators/esp.md#definition, step 4: π(i) = ordK[rankQ(i)].
 inline std::vector<int> referenceMatching(const VecD& sq, const VecD& sk) {
   const auto oq = argsortAscending(sq), ok = argsortAscending(sk);
   std::vector<int> pi(sq.size());
@@ -58,7 +59,8 @@ inline double minGapOverSlices(const MatD& Q, const MatD& K) {
   return g;
 }
 
-// Hard ESP with axis-aligned or given slices, n_q = n_k, no ties (§3.2 steps 1–6 written out densely).
+// Hard ESP with axis-aligned or given slices, n_q = n_k, no ties (docs/operators/esp.md#definition written
+// out densely).
 struct ReferenceEsp {
   MatD plan;  // A = N·G
   VecD costs, weights;
@@ -78,19 +80,20 @@ inline ReferenceEsp referenceHardEsp(const MatD& Q, const MatD& K, const MatD& t
       P(i, pi[i]) = 1;
       cost += std::pow((Q.row(i) - K.row(pi[i])).norm(), p);
     }
-    r.costs(l) = cost / n;  // eq. 10
+    r.costs(l) = cost / n;  // D_l = (1/n) Σ_i ‖q_i − k_π(i)‖^p
     r.matchings.push_back(pi);
     perms.push_back(P);
   }
   const double dmin = r.costs.minCoeff();
   r.weights = (-tau * (r.costs.array() - dmin)).exp().matrix();
-  r.weights /= r.weights.sum();  // eq. 9
+  r.weights /= r.weights.sum();  // w = softmax(−tau·D)
   r.plan = MatD::Zero(n, n);
-  for (int l = 0; l < L; ++l) r.plan += r.weights(l) * perms[l];  // N·G = Σ w_l P_l (§2.4)
+  for (int l = 0; l < L; ++l) r.plan += r.weights(l) * perms[l];  // N·G = Σ w_l P_l
   return r;
 }
 
-// eq. 5 for one slice, n_q = n_k = N: U_ij = |R(i) ∩ R(j)| / (N·|g(i)|·|g(j)|), R(i) the ranks of i's tie group.
+// ties=split (docs/operators/esp.md#ties) for one slice, n_q = n_k = N: U_ij = |R(i) ∩ R(j)| /
+// (N·|g(i)|·|g(j)|), R(i) the ranks of i's tie group.
 inline MatD referenceSplitSlicePlan(const VecD& sq, const VecD& sk) {
   const int n = int(sq.size());
   auto rankRange = [](const VecD& v, int i) {  // [first, last] rank occupied by the values equal to v_i

@@ -1,8 +1,8 @@
 #pragma once
 // Small helpers shared by the core unit tests: comparisons that report where matrices differ, independent
-// reference formulas (written here from the spec, not taken from core/), seeded test data and temporary
+// reference formulas (written here from docs/, not taken from core/), seeded test data and temporary
 // folders. Comparison helpers return AssertionResult and are [[nodiscard]] so a comparison cannot be
-// written without asserting on it (STYLE.md).
+// written without asserting on it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -121,7 +121,7 @@ inline MatD gaussian(int rows, int cols, uint64_t seed, double scale = 1.0) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Independent reference formulas (spec/README.md conventions, spec/asap.md §2)
+// Independent reference formulas (docs/conventions.md#scores, docs/operators/sinkhorn.md#definition)
 
 // S = Q Kᵀ / √d.
 inline MatD referenceScores(const MatD& Q, const MatD& K) { return (Q * K.transpose()) / std::sqrt(double(Q.cols())); }
@@ -142,9 +142,10 @@ inline MatD referenceRowSoftmax(const MatD& X, const std::vector<bool>& keyValid
   return A;
 }
 
-// Plain matrix-normalisation Sinkhorn, spec/asap.md eq 3 (not log domain): A^(0) = exp(S/eps) (masked key
-// columns 0), odd steps normalise rows to 1, even steps normalise active columns to 1. Attention scale.
-// Only for moderate scores (no overflow); max-subtracted per row before exponentiating, which N_r absorbs.
+// Plain matrix-normalisation Sinkhorn, docs/operators/sinkhorn.md#definition (not log domain):
+// A^(0) = exp(S/eps) (masked key columns 0), odd steps normalise rows to 1, even steps normalise active
+// columns to 1. Attention scale. Only for moderate scores (no overflow); max-subtracted per row before
+// exponentiating, which N_r absorbs.
 inline MatD referenceMatrixSinkhorn(const MatD& S, double eps, int T, const std::vector<bool>& keyValid = {}) {
   MatD A(S.rows(), S.cols());
   for (Eigen::Index i = 0; i < S.rows(); ++i) {
@@ -165,7 +166,7 @@ inline MatD referenceMatrixSinkhorn(const MatD& S, double eps, int T, const std:
   return A;
 }
 
-// A = scale · exp((S + u ⊕ v)/eps), spec/asap.md §2.3 "equivalent matrix form"; -inf duals give exact 0.
+// A = scale · exp((S + u ⊕ v)/eps), docs/conventions.md#duals; -inf duals give exact 0.
 inline MatD planFromDuals(const MatD& S, const VecD& u, const VecD& v, double eps, double scale) {
   MatD A(S.rows(), S.cols());
   for (Eigen::Index i = 0; i < S.rows(); ++i) {

@@ -1,4 +1,6 @@
-// ASAP online operator against spec/asap.md §4 and the oracles of §8 (4–12, 18, 26, 27, 29) and errata 13–14.
+// ASAP online operator against docs/operators/asap.md#definition and the checks
+// of docs/operators/asap.md#checks (teacher duals: docs/operators/asap.md#teacher-duals; masks:
+// docs/operators/asap.md#masks).
 #include "ops/asap/asap.h"
 
 #include <gtest/gtest.h>
@@ -47,8 +49,8 @@ AsapParams fromDual(const VecD& dual, AsapVariant variant, double eps, Closing c
 
 double relMax(const MatD& a, const MatD& b) { return (a - b).cwiseAbs().maxCoeff() / b.cwiseAbs().maxCoeff(); }
 
-// Oracles 6 and 7: from the exact final dual of a column-ending teacher, ASAP-0 gives the teacher back and
-// two-sided ASAP gives the teacher run for T+2 steps (warm start: col, row, col; oracle 28).
+// From the exact final dual of a column-ending teacher, ASAP-0 gives the teacher back and
+// two-sided ASAP gives the teacher run for T+2 steps (warm start: col, row, col).
 TEST(Asap, ExactTeacherDualReproducesTheTeacher) {
   for (int n : {2, 3, 17, 64})
     for (double eps : {0.3, 1.0})
@@ -62,7 +64,7 @@ TEST(Asap, ExactTeacherDualReproducesTheTeacher) {
       }
 }
 
-// Oracle 8 with errata 13: row-ending two-sided ASAP from u^(T−2) equals the odd-T teacher.
+// Row-ending two-sided ASAP from u^(T−2) equals the odd-T teacher (docs/operators/asap.md#teacher-duals).
 TEST(Asap, RowEndingFromUTMinusTwoEqualsOddTeacher) {
   for (int T : {3, 5, 11}) {
     const auto in = makeInput(17, 8, T);
@@ -73,8 +75,8 @@ TEST(Asap, RowEndingFromUTMinusTwoEqualsOddTeacher) {
   }
 }
 
-// Oracles 4, 5, 11: the key closure gives exact columns for any dual (even N(0, 100²)); the source closure
-// exact rows. Oracle 27: ASAP-0 is the column softmax of (S + u0 1ᵀ)/eps.
+// The key closure gives exact columns for any dual (even N(0, 100²)); the source closure
+// exact rows. ASAP-0 is the column softmax of (S + u0 1ᵀ)/eps.
 TEST(Asap, ClosuresAreExactForArbitraryDuals) {
   const auto in = makeInput(64, 8, 3);
   const VecD wild = gaussian(64, 1, 4, 100.0).col(0);
@@ -95,7 +97,7 @@ TEST(Asap, ClosuresAreExactForArbitraryDuals) {
   EXPECT_TRUE(near(row.errors.rowMax, 0, 1e-12));
 }
 
-// Oracle 9: adding a constant to the dual changes no plan.
+// Adding a constant to the dual changes no plan.
 TEST(Asap, ShiftInvariant) {
   const auto in = makeInput(17, 8, 5);
   const VecD f = gaussian(17, 1, 6).col(0);
@@ -108,7 +110,7 @@ TEST(Asap, ShiftInvariant) {
   }
 }
 
-// Oracle 10: perturbing one coordinate of a centred dual changes the plan.
+// Perturbing one coordinate of a centred dual changes the plan.
 TEST(Asap, PerturbedDualChangesThePlan) {
   const auto in = makeInput(10, 4, 8);
   VecD f = gaussian(10, 1, 9).col(0);
@@ -118,7 +120,7 @@ TEST(Asap, PerturbedDualChangesThePlan) {
   EXPECT_GT((asapAttention(in, fromDual(f, AsapVariant::Asap0, 1.0)).plan.dense() - base).cwiseAbs().maxCoeff(), 1e-4);
 }
 
-// Oracle 12 (B.34): ‖P2 1 − μ‖₁ ≤ ‖P2 − P1‖₁ ≤ η = max_j |ν_j/ρ_j − 1|, ρ = P1ᵀ1 (transport scale).
+// ‖P2 1 − μ‖₁ ≤ ‖P2 − P1‖₁ ≤ η = max_j |ν_j/ρ_j − 1|, ρ = P1ᵀ1 (transport scale).
 TEST(Asap, RowErrorBound) {
   for (uint64_t seed : {1, 2, 3}) {
     const auto in = makeInput(32, 8, seed);
@@ -135,9 +137,9 @@ TEST(Asap, RowErrorBound) {
   }
 }
 
-// Oracle 26 + errata 14: masked keys (keep-queries): ASAP-0 from the masked teacher's dual reproduces it,
-// padded columns are exactly 0 and active columns sum to 1. Subsequence: the full-length teacher u (−inf on
-// padded tokens) works too.
+// Masked keys (keep-queries, docs/operators/asap.md#masks): ASAP-0 from the masked teacher's dual reproduces
+// it, padded columns are exactly 0 and active columns sum to 1. Subsequence: the full-length teacher u (−inf
+// on padded tokens) works too.
 TEST(Asap, MaskedTeacherReproduced) {
   auto in = makeInput(20, 8, 12);
   in.mask = test::makeMask({true, true, false, true, true, true, true, false, true, true,
@@ -151,14 +153,14 @@ TEST(Asap, MaskedTeacherReproduced) {
   }
 }
 
-// Oracle 18: permutation equivariance of the plan and the output, through the slices+beta path.
+// Permutation equivariance of the plan and the output, through the slices+beta path.
 TEST(Asap, SlicesAndBetaPathIsPermutationEquivariant) {
   auto in = makeInput(15, 6, 21, true);
   AsapParams p;
   p.slices = gaussian(8, 6, 22);
   p.beta = gaussian(8, 1, 23, 0.2).col(0);
   const auto r = asapAttention(in, p);
-  // The predicted dual is Φβ − a (spec §4.2).
+  // The predicted dual is Φβ − a (docs/operators/asap.md#closures).
   const VecD a = in.Q.rowwise().squaredNorm() / (2 * std::sqrt(6.0));
   EXPECT_TRUE(matricesNear(r.extras.at("asap_u"), MatD(r.extras.at("asap_features") * (*p.beta) - a), 1e-12));
   std::vector<int> perm(15);
@@ -176,7 +178,7 @@ TEST(Asap, SlicesAndBetaPathIsPermutationEquivariant) {
   EXPECT_TRUE(matricesNear(*rp.output, test::permuteRows(*r.output, perm), 1e-12));
 }
 
-// Oracle 29: n = 1 gives [[1]].
+// n = 1 gives [[1]].
 TEST(Asap, SingleTokenPlanIsOne) {
   const auto in = makeInput(1, 4, 30);
   AsapParams p;
@@ -185,7 +187,7 @@ TEST(Asap, SingleTokenPlanIsOne) {
   EXPECT_TRUE(matricesNear(asapAttention(in, p).plan.dense(), MatD::Ones(1, 1), 0));
 }
 
-// Float32 path: oracle 6 at the float tolerance.
+// Float32 path: ASAP-0 gives the column-ending teacher back at the float tolerance.
 TEST(Asap, Float32ReproducesTheTeacher) {
   const auto in = makeInput(32, 8, 40);
   const auto t = teacher(in, 10, 1.0);

@@ -1,4 +1,5 @@
-// 1-D sliced Kantorovich potentials and the feature matrix Φ (spec/asap.md §3, oracles 13–18, 29).
+// 1-D sliced Kantorovich potentials and the feature matrix Φ (docs/operators/asap.md#features,
+// checked as listed in docs/operators/asap.md#checks).
 #include "ops/asap/sliced_potentials.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +29,7 @@ VecD sortedCopy(const VecD& v) {
   return s;
 }
 
-// Oracle 16: the hand-checked example of §3.2, in order and shuffled.
+// The hand-checked example, in order and shuffled.
 TEST(SlicedPotentials, HandExample) {
   const auto p = potential1D(vec({0, 1, 3}), vec({-1, 0.5, 2}));
   EXPECT_TRUE(matricesNear(p.f, vec({0, 1.5, 4.5}), 1e-12));
@@ -39,7 +40,7 @@ TEST(SlicedPotentials, HandExample) {
   EXPECT_TRUE(matricesNear(shuffled.g, vec({-4, 0.5, -1.375}), 1e-12));
 }
 
-// Oracles 13–15: feasibility everywhere, tightness on the sorted matching, strong duality.
+// Feasibility everywhere, tightness on the sorted matching, strong duality.
 TEST(SlicedPotentials, FeasibleTightAndStronglyDual) {
   for (int n : {1, 2, 3, 17, 64}) {
     SCOPED_TRACE(n);
@@ -65,7 +66,7 @@ TEST(SlicedPotentials, FeasibleTightAndStronglyDual) {
   }
 }
 
-// Oracle 16 (ties): tied sources get identical potentials whatever the tie rule.
+// Ties: tied sources get identical potentials whatever the tie rule.
 TEST(SlicedPotentials, TiedSourcesGetEqualPotentials) {
   const auto p = potential1D(vec({1, 0, 1, 2, 1}), vec({0.3, -2, 4, 1, 0}));
   EXPECT_EQ(p.f(0), p.f(2));
@@ -83,7 +84,7 @@ TEST(SlicedPotentials, ConvexExtensionMatchesKnotsAndIsFeasible) {
     for (int j = 0; j < y.size(); ++j) EXPECT_LE(fz(k) + p.g(j), 0.5 * (z(k) - y(j)) * (z(k) - y(j)) + 1e-12);
 }
 
-// Oracle 17 and 29: features are centred over active rows; n = 1 gives 0.
+// Features are centred over active rows; n = 1 gives 0.
 TEST(SlicedPotentials, FeaturesAreCentredAndZeroForOneToken) {
   const MatD Q = gaussian(20, 8, 1), K = gaussian(20, 8, 2), slices = gaussian(6, 8, 3);
   const MatD phi = slicedFeatures(Q, K, slices, std::nullopt);
@@ -115,7 +116,7 @@ TEST(SlicedPotentials, PaddedTokensDoNotEnterTheActiveProblem) {
   EXPECT_TRUE(matricesNear(test::selectRows(slicedFeatures(Q, K, slices, mask), valid), sub, 1e-12));
 }
 
-// Oracle 18: Φ(ΠQ, ΠK) = ΠΦ(Q, K).
+// Φ(ΠQ, ΠK) = ΠΦ(Q, K).
 TEST(SlicedPotentials, PermutationEquivariant) {
   const MatD Q = gaussian(15, 6, 11), K = gaussian(15, 6, 12), slices = gaussian(7, 6, 13);
   std::vector<int> perm(15);

@@ -1,4 +1,5 @@
-// Banded Sinkhorn forward against spec/banded-sinkhorn.md §2 and its oracles 1–3 (as corrected by errata 18).
+// Banded Sinkhorn forward against docs/operators/banded.md#definition and the checks of
+// docs/operators/banded.md#checks.
 #include "ops/banded/banded.h"
 
 #include <gtest/gtest.h>
@@ -78,7 +79,7 @@ TEST(Banded, FullBandEqualsSinkhornWithEquivalentBudget) {
     }
 }
 
-// Oracle 1: zero mass off the support, exactly; the lazy O(n·W) path equals the dense output.
+// Zero mass off the support, exactly; the lazy O(n·W) path equals the dense output.
 TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
   for (int W : {0, 1, 5}) {
     const auto in = makeInput(24, 24, 6, 30 + W);
@@ -86,7 +87,9 @@ TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
     const auto b = bandedAttention(in, p);
     for (int i = 0; i < 24; ++i)
       for (int j = 0; j < 24; ++j)
-        if (std::abs(i - j) > W) ASSERT_EQ(b.plan(i, j), 0.0) << i << "," << j;
+        if (std::abs(i - j) > W) {
+          ASSERT_EQ(b.plan(i, j), 0.0) << i << "," << j;
+        }
     EXPECT_TRUE(matricesNear(bandedOutput(in, p), *b.output, 1e-12));
     EXPECT_TRUE(matricesNear(*b.output, MatD(b.plan.dense() * (*in.V)), 1e-12));
     const auto op = OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse("banded:W=" + std::to_string(W)));
@@ -94,8 +97,9 @@ TEST(Banded, ZeroOffTheBandAndLazyEqualsDense) {
   }
 }
 
-// Oracle 2: columns of P^(R,R) sum to 1 after the tail (f64 1e-12, f32 2e-5); a converged square problem
-// has rows within 1e-8 of 1 (square support at T = 200 full steps, errata 18).
+// Columns of P^(R,R) sum to 1 after the tail (f64 1e-12, f32 2e-5); a converged square problem
+// has rows within 1e-8 of 1 (square support at T = 200 full steps; rectangles converge slower,
+// docs/operators/banded.md#rectangles).
 TEST(Banded, ColumnsExactAndRowsConverge) {
   const auto in = makeInput(32, 32, 8, 40);
   const auto b = bandedAttention(in, params(6, 3, 2));
@@ -118,7 +122,7 @@ TEST(Banded, RectangularRowsConvergeToTheMassRatio) {
   EXPECT_TRUE(b.massMismatch);
 }
 
-// Oracle 3: adding a constant to the base pair's gauge changes nothing, and a per-row constant added to
+// Adding a constant to the base pair's gauge changes nothing, and a per-row constant added to
 // the scores (here through an appended feature) leaves the output unchanged.
 TEST(Banded, RowShiftOfScoresLeavesOutputUnchanged) {
   auto in = makeInput(16, 16, 5, 60);

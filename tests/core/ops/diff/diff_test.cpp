@@ -1,5 +1,6 @@
-// DiffTransformer attention (spec/esp.md §6.2, oracle O25): A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h)
-// with the head dimension split in halves. References are written here with test_util.h's row softmax.
+// DiffTransformer attention (docs/operators/diff.md#definition, #checks): A = softmax(Q1K1ᵀ/√h)
+// − lambda·softmax(Q2K2ᵀ/√h) with the head dimension split in halves. References are written here with
+// test_util.h's row softmax.
 #include "ops/diff/diff.h"
 
 #include <gtest/gtest.h>
@@ -59,7 +60,7 @@ TEST(Diff, EqualsDifferenceOfHalfSoftmaxes) {
     }
 }
 
-// O25: lambda = 0 is softmax attention on (Q1, K1).
+// lambda = 0 is softmax attention on (Q1, K1).
 TEST(Diff, LambdaZeroIsSoftmaxOnTheFirstHalf) {
   const auto in = makeInput(11, 11, 6, 5);
   AttentionInput<double> first;

@@ -1,5 +1,6 @@
 // ESP parameters, slicers and rank couplings: the schema defaults of the glossary, the registry path,
-// slice directions (spec/esp.md §2.2, §7, §10.9), the 1-D rank couplings of §2.5, and bad input that must
+// slice directions (docs/operators/esp.md#slicers), the 1-D rank couplings of
+// docs/operators/esp.md#unequal-sizes, and bad input that must
 // be refused with a message naming the parameter.
 #include <gtest/gtest.h>
 
@@ -120,7 +121,7 @@ TEST(EspSlicers, FileEqualsRandomWithTheSameDirections) {
   const auto ref = test::referenceHardEsp(in.Q, in.K, theta, 0.3, 2);
   EXPECT_TRUE(matricesNear(a.plan.dense(), ref.plan, 1e-12));
   EXPECT_TRUE(matricesNear(a.extras.at(EspExtras::costs).col(0), ref.costs, 1e-12));
-  // O2 for random slices too: every matching is the sorted matching of its projections.
+  // For random slices too: every matching is the sorted matching of its projections.
   for (int l = 0; l < 20; ++l)
     EXPECT_EQ(test::matchingRow(a.extras.at(EspExtras::matchings), l), ref.matchings[l]) << "slice " << l;
 }
@@ -138,7 +139,8 @@ TEST(EspSlicers, FileShapeMustBeLByD) {
       [&] { (void)reg().create(reg().parse("esp:slicer=file,slices=" + dir.file("zero.npy"))); }, {"slices", "zero"}));
 }
 
-// §2.5: NW corner rows 1/n_q, columns 1/n_k; interpolation rows 1/n_q; both I/n when n_q = n_k.
+// docs/operators/esp.md#unequal-sizes: NW corner rows 1/n_q, columns 1/n_k; interpolation rows 1/n_q; both
+// I/n when n_q = n_k.
 TEST(RankCouplings, Marginals) {
   for (auto [nq, nk] : {std::pair{1, 1}, std::pair{4, 4}, std::pair{7, 4}, std::pair{4, 7}, std::pair{1, 6}, std::pair{6, 1},
                         std::pair{13, 29}}) {

@@ -1,7 +1,7 @@
-// ESP attention, soft sorting: SoftSort and the soft-mode oracles of spec/esp.md §9.2 (O16–O18, O21) and the
-// symmetries that also hold in soft mode (O8, O9), with README errata 7 and 9 (entries in [0, 1]; closeness
-// to the hard plan governed by sort_temp/g²). The reference soft plan is written out here (§4.2, two-pass
-// weights), so the operator's streamed accumulation (§4.4) is checked against it (O12).
+// ESP attention, soft sorting: SoftSort and the soft-mode checks of docs/operators/esp.md#checks, and
+// the symmetries that also hold in soft mode (entries in [0, 1]; closeness to the hard plan governed by
+// sort_temp/g², docs/operators/esp.md#soft-sorting). The reference soft plan is written out here (two-pass
+// weights), so the operator's streamed accumulation is checked against it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +18,7 @@ using test::gaussian;
 using test::matricesNear;
 using test::near;
 
-// §4.1 with ascending anchors, written entry by entry.
+// SoftSort (docs/operators/esp.md#soft-sorting) with ascending anchors, written entry by entry.
 MatD referenceSoftSort(const VecD& v, double t) {
   std::vector<double> sorted(v.data(), v.data() + v.size());
   std::sort(sorted.begin(), sorted.end());
@@ -31,7 +31,8 @@ MatD referenceSoftSort(const VecD& v, double t) {
   return P;
 }
 
-// §4.2 for n_q = n_k, axis slices: U_l = (1/N) A_lᵀ B_l, D_l = <C, U_l>, two-pass weights, A = N Σ w_l U_l.
+// The soft plan for n_q = n_k, axis slices: U_l = (1/N) A_lᵀ B_l, D_l = <C, U_l>, two-pass weights,
+// A = N Σ w_l U_l.
 struct ReferenceSoft {
   MatD plan;
   VecD costs, weights;
@@ -55,7 +56,7 @@ ReferenceSoft referenceSoftEsp(const MatD& Q, const MatD& K, double tau, double 
   return r;
 }
 
-// O16: rows sum to 1, entries in [0, 1] (errata 7), the anchor is the row max, P v ≈ sort(v).
+// Rows sum to 1, entries in [0, 1], the anchor is the row max, P v ≈ sort(v).
 TEST(SoftSort, Properties) {
   const VecD v = gaussian(15, 1, 3).col(0);
   const double g = test::minGap(v);
@@ -79,7 +80,7 @@ TEST(SoftSort, Properties) {
   }
 }
 
-// O12 + §4.2: the streamed soft plan equals the two-pass reference; costs and weights too.
+// The streamed soft plan equals the two-pass reference; costs and weights too.
 TEST(EspSoft, EqualsTwoPassReference) {
   for (double t : {1.0, 0.1, 1e-3})
     for (double tau : {0.0, 0.5, 5.0}) {
@@ -96,7 +97,7 @@ TEST(EspSoft, EqualsTwoPassReference) {
     }
 }
 
-// §9.3 golden soft numbers (t = 0.5, tau = 1, p = 2), printed to 10 digits.
+// The hand-computed example's soft numbers (t = 0.5, tau = 1, p = 2), printed to 10 digits.
 TEST(EspSoft, GoldenExample) {
   AttentionInput<double> in;
   in.Q = (MatD(4, 2) << 0, 3, 1, 0, 2, 2, 3, 1).finished();
@@ -118,7 +119,7 @@ TEST(EspSoft, GoldenExample) {
   EXPECT_TRUE(near(r.errors.colMax, 0.0032232317, 1e-10));
 }
 
-// O17: one slice: row sums of A are colsum(R^Q), column sums colsum(R^K); total mass is exact.
+// One slice: row sums of A are colsum(R^Q), column sums colsum(R^K); total mass is exact.
 TEST(EspSoft, MarginalIdentity) {
   const auto in = espInput(9, 9, 1, 17);
   EspParams p = espParams(0.2, SortMode::Soft);
@@ -133,7 +134,7 @@ TEST(EspSoft, MarginalIdentity) {
   EXPECT_GT(many.errors.colMax, 1e-3);
 }
 
-// O21: for p = 2, D_l = (1/N)[colsum(A)·‖q‖² + colsum(B)·‖k‖² − 2⟨A Q, B K⟩] (§5.2).
+// For p = 2, D_l = (1/N)[colsum(A)·‖q‖² + colsum(B)·‖k‖² − 2⟨A Q, B K⟩].
 TEST(EspSoft, FactorisedCostEqualsDense) {
   const auto in = espInput(13, 13, 5, 19);
   EspParams p = espParams(0.5, SortMode::Soft);
@@ -149,7 +150,7 @@ TEST(EspSoft, FactorisedCostEqualsDense) {
   }
 }
 
-// O18 and errata 9: t ≤ g²/50 is hard to 1e-6 (plan scale G = A/N); t = 1 is visibly soft.
+// t ≤ g²/50 is hard to 1e-6 (plan scale G = A/N); t = 1 is visibly soft.
 TEST(EspSoft, ConvergesToHardBelowGapSquared) {
   const auto in = espInput(7, 7, 3, 23);
   const double g = test::minGapOverSlices(in.Q, in.K);
@@ -169,7 +170,7 @@ TEST(EspSoft, ConvergesToHardBelowGapSquared) {
   EXPECT_EQ(hard.extras.count(EspExtras::hardDistance), 0u);
 }
 
-// O13: with exact ties, split equals SoftSort at t ≤ g_min²/50 (g_min between distinct values).
+// With exact ties, split equals SoftSort at t ≤ g_min²/50 (g_min between distinct values).
 TEST(EspSoft, TieSplitIsTheSoftLimit) {
   AttentionInput<double> in;
   in.Q = (MatD(6, 2) << 0.3, 1, 1.0, 0, 0.3, 1, 2.0, 2, 0.3, -1, 1.0, 0).finished();
@@ -180,7 +181,7 @@ TEST(EspSoft, TieSplitIsTheSoftLimit) {
   EXPECT_LE((espAttention(in, p).plan.dense() - espAttention(in, espParams(0.5)).plan.dense()).cwiseAbs().maxCoeff() / 6, 1e-6);
 }
 
-// O7 (soft limit), O8 and O9 in soft mode.
+// Q = K (soft limit), token permutations and axis symmetries in soft mode.
 TEST(EspSoft, IdentityPermutationAndSymmetries) {
   auto in = espInput(10, 10, 4, 29);
   EspParams p = espParams(0.5, SortMode::Soft);

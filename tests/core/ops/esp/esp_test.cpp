@@ -1,6 +1,7 @@
-// ESP attention, hard sorting: the oracles of spec/esp.md §9.1 and the golden example of §9.3 (float64
-// tolerance 1e-12 unless the spec prints fewer digits), with README errata 5–6 (assert on the matchings π_l;
-// ascending and descending agree only without ties). Reference values come from esp_test_util.h.
+// ESP attention, hard sorting: the checks of docs/operators/esp.md#checks and its hand-computed 4-token
+// example (float64 tolerance 1e-12 unless the example is printed to fewer digits). Assertions on matchings
+// use the integer matchings π_l, not floating-point plan entries; ascending and descending agree only without
+// ties. Reference values come from esp_test_util.h.
 #include "ops/esp/esp.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ VecD rowSums(const MatD& A) { return A.rowwise().sum(); }
 VecD colSums(const MatD& A) { return A.colwise().sum().transpose(); }
 VecD extraVec(const PlanResult<double>& r, const char* name) { return r.extras.at(name).col(0); }
 
-// §9.3 golden example.
+// The hand-computed 4-token, 2-axis example (docs/operators/esp.md#checks).
 AttentionInput<double> goldenInput() {
   AttentionInput<double> in;
   in.Q = (MatD(4, 2) << 0, 3, 1, 0, 2, 2, 3, 1).finished();
@@ -77,7 +78,7 @@ TEST(EspGolden, CostExponentOne) {
       matricesNear(extraVec(r, EspExtras::weights), VecD((VecD(2) << 0.4205221661, 0.5794778339).finished()), 1e-10));
 }
 
-// §10.2, §10.6: compat=reference-code is p = 1 on q, k scaled by d^{-1/2}.
+// docs/operators/esp.md#compat: compat=reference-code is p = 1 on q, k scaled by d^{-1/2}.
 TEST(EspCompat, ReferenceCodeIsCostOneOnPrescaledInputs) {
   const auto in = espInput(9, 9, 4, 3);
   EspParams code = espParams(2);
@@ -92,7 +93,7 @@ TEST(EspCompat, ReferenceCodeIsCostOneOnPrescaledInputs) {
   EXPECT_TRUE(matricesNear(a.extras.at(EspExtras::costs), b.extras.at(EspExtras::costs), 1e-12));
 }
 
-// O1, O2, O4: exactly doubly stochastic; every π_l a bijection equal to the sorted matching; ≤ L per row.
+// Exactly doubly stochastic; every π_l a bijection equal to the sorted matching; ≤ L per row.
 TEST(EspHard, DoublyStochasticWithPermutationSlices) {
   for (int n : {1, 2, 7, 64, 197})
     for (int d : {1, 2, 8, 64}) {
@@ -127,7 +128,7 @@ TEST(EspHard, DoublyStochasticWithPermutationSlices) {
     }
 }
 
-// The whole hard path against the dense formulas of §3.2 written out in the test.
+// The whole hard path against the dense formulas of docs/operators/esp.md#definition written out in the test.
 TEST(EspHard, EqualsDenseReference) {
   for (double tau : {0.0, 0.1, 1.0, 10.0})
     for (double p : {1.0, 2.0, 3.0}) {
@@ -144,7 +145,7 @@ TEST(EspHard, EqualsDenseReference) {
     }
 }
 
-// O3: weights on the simplex; tau = 0 uniform exactly; large tau one-hot on the unique argmin; shift-free.
+// Weights on the simplex; tau = 0 uniform exactly; large tau one-hot on the unique argmin; shift-free.
 TEST(EspHard, SliceWeights) {
   const VecD D = (VecD(4) << 3.0, 1.0, 2.5, 7.0).finished();
   EXPECT_TRUE(matricesNear(sliceWeights(D, 0.0), VecD::Constant(4, 0.25), 0.0));
@@ -165,7 +166,7 @@ TEST(EspHard, LargeTauKeepsTheCheapestSlice) {
   D.minCoeff(&best);
   const auto pi = matchingRow(r.extras.at(EspExtras::matchings), int(best));
   EXPECT_TRUE(matricesNear(r.plan.dense(), test::permutationMatrix(pi), 0.0)) << "G must equal U_argmin";
-  for (int i = 0; i < 31; ++i) EXPECT_EQ((r.plan.dense().row(i).array() > 0).count(), 1);  // O4 at tau → ∞
+  for (int i = 0; i < 31; ++i) EXPECT_EQ((r.plan.dense().row(i).array() > 0).count(), 1);  // one-hot at tau → ∞
 }
 
 // Exact W_p^p of two uniform measures of equal size by enumerating permutations (n ≤ 7).
@@ -184,7 +185,7 @@ double exactTransportCost(const MatD& Q, const MatD& K, double p, std::vector<in
   return lowest / double(Q.rows());
 }
 
-// O5: every D_l ≥ W_p^p; ⟨C, G⟩ = Σ w_l D_l between min and max D_l and non-increasing in tau.
+// Every D_l ≥ W_p^p; ⟨C, G⟩ = Σ w_l D_l between min and max D_l and non-increasing in tau.
 TEST(EspHard, CostBounds) {
   const auto in = espInput(7, 7, 3, 21);
   const double exact = exactTransportCost(in.Q, in.K, 2);
@@ -204,7 +205,7 @@ TEST(EspHard, CostBounds) {
   }
 }
 
-// O6: with d = 1 ESP is the exact OT plan.
+// With d = 1 ESP is the exact OT plan.
 TEST(EspHard, OneDimensionIsExactTransport) {
   for (double p : {1.0, 2.0}) {
     const auto in = espInput(7, 7, 1, 33);
@@ -220,7 +221,7 @@ TEST(EspHard, OneDimensionIsExactTransport) {
   }
 }
 
-// O7: Q = K without ties gives the identity and Out = V for every tau.
+// Q = K without ties gives the identity and Out = V for every tau.
 TEST(EspHard, IdenticalQueriesAndKeysGiveIdentity) {
   auto in = espInput(12, 12, 5, 41);
   in.K = in.Q;
@@ -231,7 +232,7 @@ TEST(EspHard, IdenticalQueriesAndKeysGiveIdentity) {
   }
 }
 
-// O8: G(ΠQ, ΠK) = Π G Πᵀ with w unchanged; G(ΠQ, K) = Π G; G(Q, ΠK) = G Πᵀ.
+// G(ΠQ, ΠK) = Π G Πᵀ with w unchanged; G(ΠQ, K) = Π G; G(Q, ΠK) = G Πᵀ.
 TEST(EspHard, TokenPermutationEquivariance) {
   const auto in = espInput(17, 17, 6, 51);
   std::vector<int> perm(17);
@@ -255,7 +256,7 @@ TEST(EspHard, TokenPermutationEquivariance) {
   EXPECT_TRUE(matricesNear(espAttention(keys, espParams(0.5)).plan.dense(), base.plan.dense() * P.transpose(), 1e-12));
 }
 
-// O9: translation, axis permutations with sign flips (the ascending/descending symmetry), positive scaling.
+// Translation, axis permutations with sign flips (the ascending/descending symmetry), positive scaling.
 TEST(EspHard, Symmetries) {
   const auto in = espInput(19, 19, 5, 61);
   const auto base = espAttention(in, espParams(0.5));
@@ -282,7 +283,7 @@ TEST(EspHard, Symmetries) {
   EXPECT_TRUE(matricesNear(espAttention(scaled, espParams(0)).plan.dense(), espAttention(in, espParams(0)).plan.dense(), 1e-12));
 }
 
-// O10: column-stochasticity preserves the token mean of V.
+// Column-stochasticity preserves the token mean of V.
 TEST(EspHard, MeanPreservation) {
   const auto in = espInput(40, 40, 8, 71, 6);
   const auto r = espAttention(in, espParams(0.2));
@@ -291,7 +292,8 @@ TEST(EspHard, MeanPreservation) {
   EXPECT_TRUE(matricesNear(r32.output->colwise().mean().cast<double>(), in.V->colwise().mean(), 1e-5));
 }
 
-// O13: split = eq. 5 on exact ties, break = a permutation; both doubly stochastic; ties flagged.
+// split = the lifted plan on exact ties (docs/operators/esp.md#ties), break = a permutation; both doubly
+// stochastic; ties flagged.
 TEST(EspTies, SplitIsEquationFiveAndBreakIsAPermutation) {
   AttentionInput<double> in;
   in.Q = (MatD(6, 1) << 0.3, 1.0, 0.3, 2.0, 0.3, 1.0).finished();
@@ -328,7 +330,7 @@ TEST(EspTies, DuplicateTokensInManyDimensions) {
   }
 }
 
-// O11: the gather path equals the dense (N·G)·V, including ties, masks and n_q ≠ n_k.
+// The gather path equals the dense (N·G)·V, including ties, masks and n_q ≠ n_k.
 TEST(EspLazy, EqualsDenseOutput) {
   struct Case {
     int nq, nk, d;
@@ -386,7 +388,7 @@ TEST(EspLazy, RunsWhereTheDensePlanIsRefused) {
   for (int l = 0; l < d; ++l)
     for (int i = 0; i < n; ++i) expected.row(i) += w(l) * in.V->row(pi[l][i]);
   EXPECT_TRUE(matricesNear(out, expected, 1e-12));
-  EXPECT_TRUE(matricesNear(out.colwise().mean(), in.V->colwise().mean(), 1e-12));  // O10
+  EXPECT_TRUE(matricesNear(out.colwise().mean(), in.V->colwise().mean(), 1e-12));  // the token mean of V
 }
 
 TEST(EspLazy, RefusesSoftSortAndMissingValues) {
@@ -397,7 +399,7 @@ TEST(EspLazy, RefusesSoftSortAndMissingValues) {
   EXPECT_TRUE(test::throwsWith<InvalidArgument>([&] { (void)espLazyOutput(in, espParams(0.1)); }, {"V"}));
 }
 
-// O14: a padded sequence behaves exactly like its valid sub-sequence; padded rows and columns are 0.
+// A padded sequence behaves exactly like its valid sub-sequence; padded rows and columns are 0.
 TEST(EspMask, EqualsValidSubsequence) {
   const std::vector<bool> valid = {true, false, true, true, false, true, true, false, true};
   const std::vector<int> idx = {0, 2, 3, 5, 6, 8};
@@ -419,7 +421,7 @@ TEST(EspMask, EqualsValidSubsequence) {
     EXPECT_EQ(r.plan.dense().col(i).cwiseAbs().sum(), 0.0);
     EXPECT_EQ(r.output->row(i).cwiseAbs().sum(), 0.0);
   }
-  EXPECT_LT(r.errors.rowMax, 1e-12);  // padded rows have target 0 (errata 2)
+  EXPECT_LT(r.errors.rowMax, 1e-12);  // padded rows have target 0 (docs/conventions.md#marginal-errors)
   EXPECT_LT(r.errors.colMax, 1e-12);
   // Matchings name tokens of the full sequence; padded queries have none (-1).
   const MatD& m = r.extras.at(EspExtras::matchings), &ms = s.extras.at(EspExtras::matchings);
@@ -432,8 +434,8 @@ TEST(EspMask, EqualsValidSubsequence) {
     }
 }
 
-// O15 and §2.5: n_q ≠ n_k. NW corner: rows 1 and columns n_q/n_k exactly; paper interpolation: rows 1,
-// columns off (reported honestly), identity coupling when n_q = n_k.
+// n_q ≠ n_k (docs/operators/esp.md#unequal-sizes). NW corner: rows 1 and columns n_q/n_k exactly; paper
+// interpolation: rows 1, columns off (reported honestly), identity coupling when n_q = n_k.
 TEST(EspUnequal, NorthWestCornerMarginalsAreExact) {
   for (auto [nq, nk] : {std::pair{13, 29}, std::pair{29, 13}, std::pair{7, 4}, std::pair{1, 5}, std::pair{5, 1}}) {
     SCOPED_TRACE(::testing::Message() << nq << "x" << nk);
@@ -455,7 +457,7 @@ TEST(EspUnequal, PaperInterpolationColumnsAreApproximate) {
   const auto r = espAttention(in, p);
   EXPECT_TRUE(matricesNear(rowSums(r.plan.dense()), VecD::Ones(7), 1e-12));
   const auto keyOrder = test::argsortAscending(in.K.col(0));
-  const double expected[] = {1.5, 2.0, 2.0, 1.5};  // 7·(0.214, 0.286, 0.286, 0.214), §2.5
+  const double expected[] = {1.5, 2.0, 2.0, 1.5};  // 7·(0.214, 0.286, 0.286, 0.214), (docs/operators/esp.md)
   for (int s = 0; s < 4; ++s) EXPECT_TRUE(near(colSums(r.plan.dense())(keyOrder[s]), expected[s], 1e-12));
   EXPECT_TRUE(near(r.errors.colMax, 0.25, 1e-12));  // target 7/4
   // n_q = n_k: the interpolation is the identity coupling.

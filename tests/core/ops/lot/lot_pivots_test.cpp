@@ -280,7 +280,7 @@ TEST(LotPivots, RegistryRejectsBadText) {
   writeNpy(dir.file("theta3.npy"), VecD(gaussian(3, 1, 1)));
   // A pivots file sets r to its number of rows, with pivot_init=auto (the default) or file: the issue's
   // "lot:pivots=Z.npy,mass_logits=w.npy,T=5,eps=1" needs neither r nor pivot_init.
-  for (const std::string text : {"lot:pivots=" + dir.file("z5.npy"), "lot:r=4,pivot_init=file,pivots=" + dir.file("z5.npy")}) {
+  for (const std::string& text : {"lot:pivots=" + dir.file("z5.npy"), "lot:r=4,pivot_init=file,pivots=" + dir.file("z5.npy")}) {
     const auto op = reg.create(reg.parse(text));
     AttentionInput<double> in;
     in.Q = gaussian(9, 4, 2);

@@ -1,6 +1,6 @@
-// LOT attention against the forward oracles of spec/lot.md §8 (float64 tolerances as corrected by the README
-// errata 12), plus an independent plain-scaling reference of §3.1–§4.1 written here, never taken from core/.
-// Defaults of §8: N = 64, r = 8, d = 16, Q, K, V ~ N(0, 1), Z ~ N(0, 1/d), θ ~ N(0, 0.25), eps = 1;
+// LOT attention against the forward checks of docs/operators/lot.md#checks (float64), plus an independent
+// plain-scaling reference of docs/operators/lot.md#definition written here, never taken from core/.
+// Defaults: N = 64, r = 8, d = 16, Q, K, V ~ N(0, 1), Z ~ N(0, 1/d), θ ~ N(0, 0.25), eps = 1;
 // "converged" means T ≥ 201. Pivots are given explicitly (pivot_init = file) unless a test is about k-means.
 #include "ops/lot/lot.h"
 
@@ -54,13 +54,13 @@ VecD rowSums(const MatD& M) { return M.rowwise().sum(); }
 VecD colSums(const MatD& M) { return M.colwise().sum().transpose(); }
 double maxAbs(const MatD& M) { return M.cwiseAbs().maxCoeff(); }
 
-// w = softmax(θ/τ) (lot.md §2).
+// w = softmax(θ/τ) (docs/operators/lot.md#definition).
 VecD referenceMasses(const VecD& theta, double tau) {
   const VecD e = ((theta.array() - theta.maxCoeff()) / tau).exp();
   return e / e.sum();
 }
 
-// Plain scaling form of one entropic problem (lot.md §3.1, P = diag(u) exp(S/eps) diag(v)): from exp(S/eps)
+// Plain scaling form of one entropic problem (P = diag(u) exp(S/eps) diag(v)): from exp(S/eps)
 // (row maxima subtracted, which the first row scaling absorbs), alternately scale rows to a, columns to b.
 MatD referenceScaling(const MatD& S, const VecD& a, const VecD& b, double eps, int T) {
   MatD P(S.rows(), S.cols());
@@ -79,7 +79,8 @@ struct ReferenceLot {
   VecD w;
 };
 
-// §3.4 and §4.1: S1 = Q Zᵀ/√d, S2 = Z Kᵀ/√d, P1 ∈ Π(1/n, w), P2 ∈ Π(w, 1/n), A = n·P1 diag(1/w) P2.
+// docs/operators/lot.md#definition: S1 = Q Zᵀ/√d, S2 = Z Kᵀ/√d, P1 ∈ Π(1/n, w), P2 ∈ Π(w, 1/n),
+// A = n·P1 diag(1/w) P2.
 ReferenceLot referenceLot(const LotCase& c, int T, double eps, double tau = 0.5) {
   const double nq = double(c.in.Q.rows()), nk = double(c.in.K.rows());
   ReferenceLot ref;
@@ -98,7 +99,7 @@ MatD extra(const PlanResult<double>& r, const std::string& name) {
 
 VecD singularValues(const MatD& A) { return Eigen::JacobiSVD<Eigen::MatrixXd>(A).singularValues(); }
 
-// The glued coupling of the operator equals the plain scaling reference, both factors and A (§3–§4).
+// The glued coupling of the operator equals the plain scaling reference, both factors and A.
 TEST(Lot, EqualsPlainScalingReference) {
   for (int T : {1, 2, 3, 5, 10})
     for (double eps : {0.5, 1.0, 2.0}) {
@@ -115,8 +116,8 @@ TEST(Lot, EqualsPlainScalingReference) {
     }
 }
 
-// The duals reproduce the factors in score coordinates: P1 = exp((S1 + u1 ⊕ v1)/eps), P2 likewise (§3.4,
-// errata 11), and the result declares which scale it holds and what it carries.
+// The duals reproduce the factors in score coordinates: P1 = exp((S1 + u1 ⊕ v1)/eps), P2 likewise
+// (docs/conventions.md#duals), and the result declares which scale it holds and what it carries.
 TEST(Lot, DualsReproduceFactorsAndExtrasHaveTheirShapes) {
   const LotCase c = makeCase(20, 5, 6, 3);
   const double eps = 0.7;
@@ -140,7 +141,7 @@ TEST(Lot, DualsReproduceFactorsAndExtrasHaveTheirShapes) {
   EXPECT_FALSE(r.massMismatch);
 }
 
-// T1 (errata 12 tolerance): odd T makes A exactly row-stochastic, P1 1 = 1/N, P2 1 = w.
+// Odd T makes A exactly row-stochastic (to 1e-15·max(1, max|S|/eps)), P1 1 = 1/N, P2 1 = w.
 TEST(Lot, T1_RowsExactForOddBudget) {
   const LotCase c = makeCase();
   const int N = 64;
@@ -160,7 +161,7 @@ TEST(Lot, T1_RowsExactForOddBudget) {
     }
 }
 
-// T2: even T makes A exactly column-stochastic, P1ᵀ1 = w, P2ᵀ1 = 1/N.
+// Even T makes A exactly column-stochastic, P1ᵀ1 = w, P2ᵀ1 = 1/N.
 TEST(Lot, T2_ColumnsExactForEvenBudget) {
   const LotCase c = makeCase();
   const int N = 64;
@@ -176,7 +177,7 @@ TEST(Lot, T2_ColumnsExactForEvenBudget) {
     }
 }
 
-// T3: converged plans are doubly stochastic to 1e-10, and 201 steps beat 5 on the inexact (column) side.
+// Converged plans are doubly stochastic to 1e-10, and 201 steps beat 5 on the inexact (column) side.
 TEST(Lot, T3_ConvergesForModerateEps) {
   const LotCase c = makeCase();
   for (double eps : {0.5, 1.0, 5.0}) {
@@ -212,7 +213,7 @@ TEST(Lot, ErrorHistoryMatchesPlanOfEachStep) {
   EXPECT_EQ(r.errors.rowMax, r.errorHistory.back().rowMax);
 }
 
-// T4: ‖1ᵀA − 1ᵀ‖₁ ≤ N(‖P1ᵀ1 − w‖₁ + ‖P2ᵀ1 − 1/N‖₁) + 1e-12 for odd T.
+// ‖1ᵀA − 1ᵀ‖₁ ≤ N(‖P1ᵀ1 − w‖₁ + ‖P2ᵀ1 − 1/N‖₁) + 1e-12 for odd T.
 TEST(Lot, T4_ColumnErrorBound) {
   for (int T : {1, 3, 5, 7})
     for (double eps : {0.3, 1.0}) {
@@ -228,7 +229,7 @@ TEST(Lot, T4_ColumnErrorBound) {
     }
 }
 
-// T5: P1, P2, A ≥ 0 and finite at eps = 1e-3 and with logits near ±50 (log domain).
+// P1, P2, A ≥ 0 and finite at eps = 1e-3 and with logits near ±50 (log domain).
 TEST(Lot, T5_NonnegativeAndFiniteAtExtremeLogits) {
   LotCase small = makeCase();
   LotCase large = makeCase();
@@ -241,7 +242,7 @@ TEST(Lot, T5_NonnegativeAndFiniteAtExtremeLogits) {
       const auto r = lotAttention(c.in, givenPivots(c, T, eps));
       for (const MatD& M : {r.plan.dense(), extra(r, "lot_P1"), extra(r, "lot_P2"), *r.output}) EXPECT_TRUE(M.allFinite());
       for (const MatD& M : {r.plan.dense(), extra(r, "lot_P1"), extra(r, "lot_P2")}) EXPECT_GE(M.minCoeff(), 0.0);
-      // Rows stay exact up to the errata-12 T1 tolerance, which grows with the logit range max|S|/eps.
+      // Rows stay exact up to 1e-15·max(1, max|S|/eps): the tolerance grows with the logit range.
       const double maxS = std::max(maxAbs(referenceScores(c.in.Q, c.Z)), maxAbs(referenceScores(c.Z, c.in.K)));
       if (T % 2 == 1) {
         EXPECT_LE(r.errors.rowMax, 1e-15 * std::max(1.0, maxS / eps)) << "rows stay exact";
@@ -249,7 +250,7 @@ TEST(Lot, T5_NonnegativeAndFiniteAtExtremeLogits) {
     }
 }
 
-// T6: rank(A) ≤ r (σ_{r+1}/σ_1 ≤ 1e-12), generically = r at eps = 1; two identical pivots give rank ≤ r−1.
+// rank(A) ≤ r (σ_{r+1}/σ_1 ≤ 1e-12), generically = r at eps = 1; two identical pivots give rank ≤ r−1.
 TEST(Lot, T6_RankAtMostR) {
   const LotCase c = makeCase();
   for (int T : {1, 2, 5, 201}) {
@@ -264,7 +265,7 @@ TEST(Lot, T6_RankAtMostR) {
   EXPECT_LE(s(7) / s(0), 1e-12);
 }
 
-// T7: converged, σ_1 = 1 with the constant vector as its singular pair (A1 = 1, Aᵀ1 = 1).
+// Converged, σ_1 = 1 with the constant vector as its singular pair (A1 = 1, Aᵀ1 = 1).
 TEST(Lot, T7_SpectralNormOneWhenConverged) {
   const LotCase c = makeCase();
   const MatD A = lotAttention(c.in, givenPivots(c, 201, 1.0)).plan.dense();
@@ -275,7 +276,7 @@ TEST(Lot, T7_SpectralNormOneWhenConverged) {
   EXPECT_TRUE(near(std::abs(svd.matrixU().col(0).dot(ones)), 1.0, 1e-10));
 }
 
-// T8: Q = K, converged: A symmetric, PSD, largest eigenvalue 1.
+// Q = K, converged: A symmetric, PSD, largest eigenvalue 1.
 TEST(Lot, T8_SymmetricPsdWhenQueriesAreKeys) {
   LotCase c = makeCase();
   c.in.K = c.in.Q;
@@ -286,7 +287,7 @@ TEST(Lot, T8_SymmetricPsdWhenQueriesAreKeys) {
   EXPECT_TRUE(near(eig.eigenvalues().maxCoeff(), 1.0, 1e-10));
 }
 
-// T9: T = 1 is agent attention, A = softmax_rows(S1/eps)·softmax_rows(S2/eps), whatever w.
+// T = 1 is agent attention, A = softmax_rows(S1/eps)·softmax_rows(S2/eps), whatever w.
 TEST(Lot, T9_OneStepIsAgentAttention) {
   const LotCase c = makeCase();
   for (double eps : {0.5, 1.0}) {
@@ -298,7 +299,7 @@ TEST(Lot, T9_OneStepIsAgentAttention) {
   }
 }
 
-// T10 (errata 12: T ≥ 2): one pivot gives mean pooling A = 11ᵀ/N.
+// One pivot gives mean pooling A = 11ᵀ/N (for T ≥ 2).
 TEST(Lot, T10_OnePivotIsMeanPooling) {
   const LotCase c = makeCase(64, 1, 16, 4);
   for (int T : {2, 3, 5, 10}) {
@@ -307,7 +308,7 @@ TEST(Lot, T10_OnePivotIsMeanPooling) {
   }
 }
 
-// T11: eps → ∞ flattens A to 11ᵀ/N. At the largest eps the schema accepts (1e6) the plan is uniform to first
+// eps → ∞ flattens A to 11ᵀ/N. At the largest eps the schema accepts (1e6) the plan is uniform to first
 // order in s/eps, s the largest score against the pivots: each factor's kernel lies in [e^{−2s/eps}, e^{2s/eps}]
 // after normalisation, so |A·N − 1| ≤ e^{8s/eps} − 1 for the two glued problems.
 TEST(Lot, T11_LargeEpsIsUniform) {
@@ -323,7 +324,7 @@ TEST(Lot, T11_LargeEpsIsUniform) {
   }
 }
 
-// T12: the O(n r d) path equals the dense plan applied to V (1e-12 in float64, 1e-5·max|O| in float32).
+// The O(n r d) path equals the dense plan applied to V (1e-12 in float64, 1e-5·max|O| in float32).
 TEST(Lot, T12_LazyOutputEqualsDensePlanTimesValues) {
   for (int T : {1, 2, 5})
     for (double eps : {0.3, 1.0}) {
@@ -340,7 +341,7 @@ TEST(Lot, T12_LazyOutputEqualsDensePlanTimesValues) {
     }
 }
 
-// T13 (errata 12: V = 1cᵀ): odd T maps constant rows to themselves; even T conserves Σ_i O_i = Σ_j V_j.
+// V = 1cᵀ (constant rows): odd T maps constant rows to themselves; even T conserves Σ_i O_i = Σ_j V_j.
 TEST(Lot, T13_Conservation) {
   const LotCase base = makeCase();
   LotCase c = base;
@@ -353,7 +354,7 @@ TEST(Lot, T13_Conservation) {
   }
 }
 
-// T14: permuting tokens (Q, K, V rows together) permutes O and A; permuting pivots with their masses
+// Permuting tokens (Q, K, V rows together) permutes O and A; permuting pivots with their masses
 // leaves A unchanged.
 TEST(Lot, T14_PermutationEquivariance) {
   const LotCase c = makeCase();
@@ -411,7 +412,7 @@ TEST(Lot, ShiftConstructionAddsTheIntendedConstants) {
                                                               VecD::Ones(3) * (k / sq).transpose()), 1e-13));
 }
 
-// T15a: a per-row constant on S1 or a per-pivot constant on the rows of S2 leaves P1 and P2 unchanged at
+// A per-row constant on S1 or a per-pivot constant on the rows of S2 leaves P1 and P2 unchanged at
 // every T (the first update is a row update).
 TEST(Lot, T15_RowShiftsInvariantAtEveryBudget) {
   const LotCase c = makeCase();
@@ -425,7 +426,7 @@ TEST(Lot, T15_RowShiftsInvariantAtEveryBudget) {
   }
 }
 
-// T15b: column shifts, i.e. the squared-distance similarity −‖x − y‖²/(2√d), agree only at convergence
+// Column shifts, i.e. the squared-distance similarity −‖x − y‖²/(2√d), agree only at convergence
 // (T = 2001, eps = 0.7, 1e-12).
 TEST(Lot, T15_SquaredDistanceSimilarityAgreesAtConvergence) {
   const LotCase c = makeCase();
@@ -442,7 +443,7 @@ TEST(Lot, T15_SquaredDistanceSimilarityAgreesAtConvergence) {
   EXPECT_GT(maxAbs(earlyShifted.plan.dense() - early.plan.dense()), 1e-6) << "column shifts are absorbed only in the limit";
 }
 
-// T15c: (S, eps) → (αS, αeps) (Q and K scaled by α) leaves the plans unchanged; so does (θ, τ) → (βθ, βτ).
+// (S, eps) → (αS, αeps) (Q and K scaled by α) leaves the plans unchanged; so does (θ, τ) → (βθ, βτ).
 TEST(Lot, T15_TemperatureScalingInvariance) {
   const LotCase c = makeCase();
   LotCase scaled = c;
@@ -460,7 +461,7 @@ TEST(Lot, T15_TemperatureScalingInvariance) {
   }
 }
 
-// T20 (errata 12): padded tokens get zero attention and zero potentials; valid outputs equal LOT on the
+// Padded tokens get zero attention and zero potentials; valid outputs equal LOT on the
 // truncated sequence; the lazy path agrees.
 TEST(Lot, T20_PaddingActsOnTheValidSubsequence) {
   const LotCase c = makeCase(40, 6, 8, 9);
@@ -488,7 +489,7 @@ TEST(Lot, T20_PaddingActsOnTheValidSubsequence) {
       EXPECT_EQ(maxAbs(r.output->row(i)), 0.0) << "output " << i;
       EXPECT_EQ(maxAbs(P1.row(i)), 0.0);
       EXPECT_EQ(maxAbs(P2.col(i)), 0.0);
-      EXPECT_EQ(u1(i), 0.0) << "masked potentials are 0 (errata 12)";
+      EXPECT_EQ(u1(i), 0.0) << "masked potentials are 0 (docs/operators/lot.md#masks)";
       EXPECT_EQ(v2(i), 0.0);
     }
     EXPECT_TRUE(matricesNear(test::selectRows(*r.output, valid), *rt.output, 1e-12));
@@ -543,7 +544,7 @@ TEST(Lot, RectangularMarginals) {
   EXPECT_TRUE(matricesNear(lotOutput(c.in, givenPivots(c, 6)), even.plan.dense() * *c.in.V, 1e-12));
 }
 
-// Float32 agrees with float64 to 2e-5 relative (§8 float32 rule).
+// Float32 agrees with float64 to 2e-5 relative (docs/conventions.md#precision).
 TEST(Lot, Float32AgreesWithFloat64) {
   const LotCase c = makeCase();
   for (int T : {1, 2, 5, 51})

@@ -1,5 +1,6 @@
-// Finite-budget log-domain Sinkhorn attention against the oracles of spec/asap.md §2 and §8.
-// Every reference value is computed here from the spec formulas (test_util.h), never from core/.
+// Finite-budget log-domain Sinkhorn attention against docs/operators/sinkhorn.md#definition and the checks
+// of docs/operators/sinkhorn.md#checks. Every reference value is computed here from the documented formulas
+// (test_util.h), never from core/.
 #include "ops/sinkhorn/sinkhorn.h"
 
 #include <gtest/gtest.h>
@@ -41,12 +42,12 @@ SinkhornParams params(int T, double eps, MaskMode mode = MaskMode::Subsequence) 
 VecD rowSums(const MatD& A) { return A.rowwise().sum(); }
 VecD colSums(const MatD& A) { return A.colwise().sum().transpose(); }
 
-// Spec §8 grid: n ∈ {1,2,3,17,64}, d ∈ {1,8,32}, eps ∈ {0.3,1}.
+// Test grid: n ∈ {1,2,3,17,64}, d ∈ {1,8,32}, eps ∈ {0.3,1}.
 const int kNs[] = {1, 2, 3, 17, 64};
 const int kDs[] = {1, 8, 32};
 const double kEpss[] = {0.3, 1.0};
 
-// Oracle 3: T = 1 is the row softmax of S/eps.
+// T = 1 is the row softmax of S/eps.
 TEST(Sinkhorn, BudgetOneIsRowSoftmax) {
   for (int n : kNs)
     for (int d : kDs)
@@ -61,7 +62,7 @@ TEST(Sinkhorn, BudgetOneIsRowSoftmax) {
       }
 }
 
-// Oracle 2: the log-domain teacher equals plain matrix-normalisation Sinkhorn (eq 3), odd and even T.
+// The log-domain teacher equals plain matrix-normalisation Sinkhorn, odd and even T.
 TEST(Sinkhorn, EqualsMatrixNormalisationSinkhorn) {
   for (int n : {2, 3, 17, 64})
     for (int d : kDs)
@@ -74,7 +75,7 @@ TEST(Sinkhorn, EqualsMatrixNormalisationSinkhorn) {
         }
 }
 
-// Oracle 2 in float32 (tol 1e-5), including the large-score case ||q|| ~ 10 the spec asks for.
+// The same in float32 (tol 1e-5), including the large-score case ||q|| ~ 10.
 TEST(Sinkhorn, Float32MatchesMatrixSinkhornIncludingLargeScores) {
   for (int d : {8, 32})
     for (double eps : kEpss)
@@ -101,8 +102,8 @@ TEST(Sinkhorn, Float32AgreesWithFloat64) {
     }
 }
 
-// Oracles 4/5: after every single normalisation the side just closed is exact. The plan after step t is
-// rebuilt here from the recorded duals, A^(t) = n·exp((S + u^(t) ⊕ v^(t))/eps) (§2.3, matrix form).
+// After every single normalisation the side just closed is exact. The plan after step t is
+// rebuilt here from the recorded duals, A^(t) = n·exp((S + u^(t) ⊕ v^(t))/eps) (docs/conventions.md#duals).
 TEST(Sinkhorn, ClosingSideExactAfterEveryStep) {
   for (double eps : kEpss) {
     const int n = 17, T = 9;
@@ -122,7 +123,7 @@ TEST(Sinkhorn, ClosingSideExactAfterEveryStep) {
       } else {
         EXPECT_TRUE(matricesNear(colSums(A), VecD::Ones(n), 1e-12)) << "columns after even step";
       }
-      // The history also matches eq 3 stopped at step t.
+      // The history also matches matrix-normalisation Sinkhorn stopped at step t.
       EXPECT_TRUE(matricesNear(A, referenceMatrixSinkhorn(S, eps, t), 1e-12));
     }
     // The last history row is the final dual pair.
@@ -131,7 +132,7 @@ TEST(Sinkhorn, ClosingSideExactAfterEveryStep) {
   }
 }
 
-// The reported final duals reproduce the returned plan (plan_result.h contract, §2.3).
+// The reported final duals reproduce the returned plan (plan_result.h contract, docs/conventions.md#duals).
 TEST(Sinkhorn, FinalDualsReproducePlan) {
   for (double eps : kEpss)
     for (int T : {1, 2, 7, 10}) {
@@ -210,11 +211,12 @@ TEST(Sinkhorn, ErrorHistoryMatchesPlansOfEachStep) {
   EXPECT_FALSE(r.massMismatch);
 }
 
-// Shift invariance (B.1). Scores change by a 1ᵀ + 1 bᵀ through two appended features, exactly:
+// Shift invariance. Scores change by a 1ᵀ + 1 bᵀ through two appended features, exactly:
 //   q'_i = [λ q_i, √d' a_i, √d'],  k'_j = [λ k_j, 1, b_j],  d' = d + 2,  λ = (d'/d)^{1/4}
 //   ⇒ q'_i·k'_j / √d' = q_i·k_j / √d + a_i + b_j.
 // A row shift is absorbed exactly by the first (row) closure, u ← u − a, so the plan is unchanged at
-// EVERY budget. A column shift only cancels at convergence (the finite teacher depends on it, §2.2).
+// EVERY budget. A column shift only cancels at convergence (the finite teacher depends on it,
+// docs/operators/sinkhorn.md#resolutions).
 AttentionInput<double> withShifts(const AttentionInput<double>& in, const VecD& a, const VecD& b) {
   const int n = in.nQueries(), d = in.headDim(), d2 = d + 2;
   const double lambda = std::pow(double(d2) / d, 0.25), root = std::sqrt(double(d2));
@@ -288,7 +290,7 @@ TEST(Sinkhorn, TemperatureScalesScores) {
     }
 }
 
-// Oracle 29: n = 1 gives [[1]] in both precisions.
+// n = 1 gives [[1]] in both precisions.
 TEST(Sinkhorn, SingleTokenIsOne) {
   for (int T : {1, 2, 5})
     for (double eps : kEpss) {
@@ -303,7 +305,7 @@ TEST(Sinkhorn, SingleTokenIsOne) {
     }
 }
 
-// Oracle 18 (for the teacher): permuting queries and keys jointly permutes the plan, A' = Π A Πᵀ,
+// For the teacher: permuting queries and keys jointly permutes the plan, A' = Π A Πᵀ,
 // and the output rows, O' = Π O when V is permuted with the keys.
 TEST(Sinkhorn, PermutationEquivariant) {
   const int n = 13;
@@ -342,7 +344,7 @@ TEST(Sinkhorn, OutputIsPlanTimesValues) {
 
 // Cross-attention shapes n_q != n_k: mu = 1/n_q, nu = 1/n_k and A = n_q·P, so closed columns sum to
 // n_q/n_k. Rescaling columns by a constant does not change the next row normalisation, so the plan is
-// eq 3 with columns normalised to n_q/n_k.
+// matrix-normalisation Sinkhorn with columns normalised to n_q/n_k.
 TEST(Sinkhorn, RectangularMarginalsAndTargets) {
   const int nq = 6, nk = 9;
   AttentionInput<double> in;
@@ -366,9 +368,9 @@ TEST(Sinkhorn, RectangularMarginalsAndTargets) {
   }
 }
 
-// keep-queries (Sinkformer convention, §2.5): padded keys get nu_j = 0, v_j = -inf, zero columns;
-// all query rows kept with mu = 1/n. Even T: active columns sum to 1 and total transport mass is |J|/n
-// (errata 15: even T only). Odd T: rows sum to 1.
+// keep-queries (Sinkformer convention, docs/conventions.md#masks): padded keys get nu_j = 0, v_j = -inf, zero
+// columns; all query rows kept with mu = 1/n. Even T: active columns sum to 1 and total transport mass is
+// |J|/n (even T only). Odd T: rows sum to 1.
 TEST(Sinkhorn, KeepQueriesMasksKeysOnly) {
   const int n = 10;
   const std::vector<bool> valid = {true, true, false, true, true, false, true, true, true, false};
@@ -411,7 +413,8 @@ TEST(Sinkhorn, KeepQueriesMasksKeysOnly) {
         }
       }
       EXPECT_TRUE(r.massMismatch);
-      // float32: same plan to 1e-5, and padded columns still exactly 0 (errata 1: mask inside the exponent).
+      // float32: same plan to 1e-5, and padded columns still exactly 0 (mask inside the exponent,
+      // docs/conventions.md#log-domain).
       const auto r32 = sinkhornAttention(in.cast<float>(), params(T, eps, MaskMode::KeepQueries));
       EXPECT_TRUE(matricesNear(r32.plan.dense(), r.plan.dense(), 1e-5));
       for (int j = 0; j < n; ++j) {
@@ -466,7 +469,8 @@ TEST(Sinkhorn, SubsequenceEqualsValidSubBlock) {
       EXPECT_EQ(r.rowTarget(i), 0.0);
       EXPECT_EQ(r.colTarget(i), 0.0);
     }
-    // Independently: the valid block is eq 3 on the valid tokens' scores (marginals 1/n_valid).
+    // Independently: the valid block is matrix-normalisation Sinkhorn on the valid tokens' scores
+    // (marginals 1/n_valid).
     const MatD block = referenceMatrixSinkhorn(referenceScores(sub.Q, sub.K), 0.5, T);
     for (int a = 0; a < int(idx.size()); ++a)
       for (int b = 0; b < int(idx.size()); ++b) EXPECT_TRUE(near(r.plan(idx[a], idx[b]), block(a, b), 1e-12));
@@ -503,7 +507,7 @@ TEST(Sinkhorn, RejectsInvalidInput) {
 }
 
 // Every key padded: there is nothing to attend to. Either a clear InvalidArgument, or an all-zero plan
-// without NaN (ARCHITECTURE.md: never silent garbage).
+// without NaN (docs/architecture.md#errors: never silent garbage).
 TEST(Sinkhorn, AllPaddedMaskIsAnErrorOrZero) {
   auto in = makeInput(5, 3, 121);
   in.mask = Mask::Constant(5, false);

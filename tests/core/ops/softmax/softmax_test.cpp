@@ -1,4 +1,4 @@
-// Row softmax attention (the T = 1 Sinkhorn), spec/README.md conventions and asap.md §2.1, §2.5.
+// Row softmax attention (the T = 1 Sinkhorn): docs/operators/softmax.md#definition, #masks and #checks.
 #include "ops/softmax/softmax.h"
 
 #include <gtest/gtest.h>
@@ -100,7 +100,7 @@ TEST(Softmax, KeepQueriesMasksKeys) {
   EXPECT_LE(r.errors.rowMax, 1e-12);
   for (int j = 0; j < n; ++j) {
     if (!valid[j]) {
-      EXPECT_EQ(r.colTarget(j), 0.0) << "padded key column target (errata 2)";
+      EXPECT_EQ(r.colTarget(j), 0.0) << "padded key column target (docs/conventions.md#marginal-errors)";
     }
   }
   const auto r32 = softmaxAttention(in.cast<float>(), params(MaskMode::KeepQueries));
