@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "common/errors.h"
 #include "data/random.h"
+#include "gpu_bench.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
 #include "ops/registry.h"
@@ -37,8 +38,11 @@ CommandLine benchCommandLine() {
        {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
        {"training", "", "time one training step (forward + backward, float32) of each LibTorch normaliser, "
                         "next to its dense graph (default --d 16)"},
-       {"batch", "B", "--training: sequences per step (default 128)"},
-       {"heads", "H", "--training: heads per sequence (default 4)"},
+       {"device", "cpu|cuda", "cuda: time the fused CUDA paths (fp32 and tf32) at --batch × --heads heads beside "
+                              "the GPU's exp floor, PyTorch SDPA, the Sinkformers code and FlashSinkhorn"},
+       {"no-references", "", "--device cuda: skip the PyTorch and peer timings"},
+       {"batch", "B", "--training: sequences per step (default 128); --device cuda: B (default 1)"},
+       {"heads", "H", "--training: heads per sequence (default 4); --device cuda: H (default 32)"},
        {"json", "FILE", "also write every timing as JSON to FILE"}});
 }
 
@@ -170,7 +174,7 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
           {"reference",
            {{"available", reference.available},
             {"reason", reference.reason},
-            {"script", referenceBenchScript()},
+            {"script", referenceScript("bench_reference.py")},
             {"report", reference.report}}},
           {"results", results}};
 }
@@ -185,6 +189,15 @@ int benchCommand(const Args& args) {
     return 0;
   }
   if (cl.has("training")) return trainingBench(cl);
+  if (cl.get("device").value_or("cpu") == "cuda") {
+#ifdef TL_WITH_CUDA
+    return gpuBench(cl);
+#else
+    throw Error("bench --device cuda: this TransportLens was built without CUDA (TL_CUDA=OFF)");
+#endif
+  }
+  if (cl.get("device").value_or("cpu") != "cpu")
+    throw InvalidArgument("bench: --device is cpu or cuda, not " + *cl.get("device"));
   for (const char* option : {"batch", "heads"})
     if (cl.has(option)) throw InvalidArgument(std::string("bench: --") + option + " belongs to --training");
   ReferenceBenchRequest request;

@@ -10,12 +10,6 @@
 namespace tl::cli {
 namespace {
 
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string joinSizes(const std::vector<int>& sizes) {
   std::string out;
   for (int n : sizes) out += (out.empty() ? "" : ",") + std::to_string(n);
@@ -31,10 +25,13 @@ std::string lastLine(const std::string& text) {
   return last;
 }
 
-struct ProcessOutput {
-  int status = -1;
-  std::string out, err;
-};
+}  // namespace
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 ProcessOutput runShell(const std::string& command) {
   char errPath[] = "/tmp/tlens-bench-XXXXXX";
@@ -55,11 +52,9 @@ ProcessOutput runShell(const std::string& command) {
   return result;
 }
 
-}  // namespace
-
-std::string referenceBenchScript() {
-  if (const char* dir = std::getenv("TL_REFERENCE_DIR")) return std::string(dir) + "/bench_reference.py";
-  return std::string(TL_SOURCE_DIR) + "/scripts/reference/bench_reference.py";
+std::string referenceScript(const std::string& name) {
+  if (const char* dir = std::getenv("TL_REFERENCE_DIR")) return std::string(dir) + "/" + name;
+  return std::string(TL_SOURCE_DIR) + "/scripts/reference/" + name;
 }
 
 std::string referencePython() {
@@ -77,7 +72,7 @@ std::optional<double> ReferenceTimings::medianSeconds(const std::string& op, int
 
 ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request) {
   ReferenceTimings timings;
-  const std::string script = referenceBenchScript();
+  const std::string script = referenceScript("bench_reference.py");
   if (!std::ifstream(script)) {
     timings.reason = "reference script not found at " + script + " (set TL_REFERENCE_DIR)";
     return timings;

@@ -25,10 +25,18 @@ struct ReferenceTimings {
   std::optional<double> medianSeconds(const std::string& op, int n) const;
 };
 
-// $TL_REFERENCE_DIR/bench_reference.py, else <source tree>/scripts/reference/bench_reference.py.
-std::string referenceBenchScript();
+// $TL_REFERENCE_DIR/<name>, else <source tree>/scripts/reference/<name> (e.g. "bench_reference.py").
+std::string referenceScript(const std::string& name);
 // Interpreter: $TL_PYTHON, else /usr/bin/python3 (Debian's python3-torch).
 std::string referencePython();
+
+// Runs `command` through the shell: exit status (-1 when it did not exit normally), stdout and stderr.
+struct ProcessOutput {
+  int status = -1;
+  std::string out, err;
+};
+ProcessOutput runShell(const std::string& command);
+std::string shellQuote(const std::string& s);
 
 // Never throws for a missing interpreter, torch or script: it reports them in `reason`.
 ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request);

@@ -1,5 +1,5 @@
 #pragma once
-// Benchmarks of the CUDA backend (for `tlens bench` and tests/core/cuda/bench_main.cpp): the exp throughput
+// Benchmarks of the CUDA backend (for `tlens bench --device cuda`, app/cli/gpu_bench.cpp): the exp throughput
 // that bounds every log-domain kernel, and the fused paths timed with CUDA events on device-resident
 // inputs (upload and download excluded): warm-up runs, then the median of the timed repeats.
 namespace tl::cuda {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference timings beside tl_cuda_bench, on the same GPU in the same run (PyTorch on the GPU machine).
+"""Reference timings beside `tlens bench --device cuda`, on the same GPU in the same run (PyTorch on the GPU machine).
 
 Times, for B=1, H=32, d=64 and n in {1024, 4096, 16384, 65536} (override with --n):
   - sdpa_fp32_ms: torch.nn.functional.scaled_dot_product_attention on float32 inputs, TF32 off (the target of

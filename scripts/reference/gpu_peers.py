@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer timings beside tl_cuda_bench, on the same GPU in the same run: published Sinkhorn-attention code.
+"""Peer timings beside `tlens bench --device cuda`, on the same GPU in the same run: published Sinkhorn-attention code.
 
 For B=1, H=32, d=64, T=10 single normalisations (rows first) and n in {1024, 4096, 16384, 65536} (--n), float32
 inputs (torch.randn, fixed seeds), CUDA events, one warm-up (which also compiles Triton kernels), then the median
@@ -28,7 +28,7 @@ A peer that cannot be imported is recorded as unavailable, with the reason; noth
    heads32_T10_ms is measured as 32 heads one after the other (5 iterations each) where n ≤ 4096, and
    heads32_T10_estimated_ms = 32 · 5 · per_iteration_ms is given for every n.
 Output: JSON Lines on stdout, one object per measurement, flushed as soon as it is taken (a killed run keeps
-what it measured); the first line describes the run. Total time is capped by --budget-s (default 170 s):
+what it measured); the first line describes the run. Total time is capped by --budget-s (default 120 s):
 a measurement predicted (from the same peer at the previous n, scaled by n²) to overrun it is recorded as
 skipped.
 """
@@ -58,7 +58,7 @@ def main():
     parser.add_argument("--H", type=int, default=32)
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--budget-s", type=float, default=170.0)
+    parser.add_argument("--budget-s", type=float, default=120.0)
     parser.add_argument("--autotune", action="store_true", help="let FlashSinkhorn autotune (slow)")
     parser.add_argument("--cpu-smoke", action="store_true",
                         help="check this script without a GPU: CPU tensors, wall-clock timers (use small --n)")

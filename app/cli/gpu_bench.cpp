@@ -1,0 +1,144 @@
+// `tlens bench --device cuda`: the CUDA backend's fused paths timed with CUDA events on device-resident
+// inputs (cuda/bench_cuda.h), in float32 FMAs and on TF32 tensor cores, beside the exp-throughput floor
+// measured on the same GPU, and beside the published code run in the same invocation on the same shapes:
+// PyTorch SDPA and a dense PyTorch Sinkhorn (scripts/reference/gpu_reference.py), the Sinkformers code and
+// FlashSinkhorn (scripts/reference/gpu_peers.py, peers from $TL_PEERS_DIR). Built only with TL_CUDA.
+#include "gpu_bench.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_common.h"
+#include "common/errors.h"
+#include "cuda/bench_cuda.h"
+#include "cuda/device_query.h"
+#include "io/atomic_file.h"
+#include "ops/registry.h"
+#include "reference_bench.h"
+
+namespace tl::cli {
+namespace {
+
+std::string joined(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+// One JSON document from a script: a single object, or JSON Lines (one object per measurement).
+nlohmann::json scriptReport(const std::string& script, const std::string& arguments) {
+  const ProcessOutput run = runShell(shellQuote(referencePython()) + " " + shellQuote(referenceScript(script)) + " " +
+                                     arguments);
+  nlohmann::json lines = nlohmann::json::array();
+  std::istringstream out(run.out);
+  for (std::string line; std::getline(out, line);) {
+    if (line.empty()) continue;
+    try {
+      lines.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+      // A multi-line JSON object: parse the whole output at once below.
+      lines.clear();
+      break;
+    }
+  }
+  nlohmann::json report = {{"script", script}, {"exit_status", run.status}};
+  if (!lines.empty())
+    report["measurements"] = lines;
+  else
+    try {
+      report["measurements"] = nlohmann::json::parse(run.out);
+    } catch (const nlohmann::json::exception&) {
+      report["measurements"] = nullptr;
+    }
+  if (run.status != 0) report["stderr_tail"] = run.err.size() > 2000 ? run.err.substr(run.err.size() - 2000) : run.err;
+  return report;
+}
+
+nlohmann::json timingJson(const cuda::BenchTiming& t, double floorMs) {
+  return {{"median_ms", t.medianMs}, {"min_ms", t.minMs}, {"repeats", t.repeats}, {"over_exp_floor", t.medianMs / floorMs}};
+}
+
+}  // namespace
+
+int gpuBench(const CommandLine& cl) {
+  const cuda::DeviceInfo device = cuda::deviceInfo(0);
+  if (!device.available) throw ResourceError("bench --device cuda: no usable CUDA device (" + device.status + ")");
+  const std::vector<int> sizes = parsePositiveIntList("n", cl.get("n").value_or("1024,4096,16384,65536"));
+  cuda::BenchShape shape;
+  shape.B = parsePositiveInt("batch", cl.get("batch").value_or("1"));
+  shape.H = parsePositiveInt("heads", cl.get("heads").value_or("32"));
+  shape.d = parsePositiveInt("d", cl.get("d").value_or("64"));
+  const int repeats = parsePositiveInt("repeats", cl.get("repeats").value_or("5"));
+  std::vector<OperatorSpec> ops;
+  for (const auto& text : cl.all("op")) {
+    ops.push_back(OperatorRegistry::builtin().parse(text));
+    if (!OperatorRegistry::builtin().get(ops.back().family).supports(Backend::Cuda))
+      throw InvalidArgument("bench --device cuda: " + ops.back().family + " has no CUDA kernels (families with: " +
+                            [] {
+                              std::string names;
+                              for (const auto& f : OperatorRegistry::builtin().familiesOn(Backend::Cuda))
+                                names += (names.empty() ? "" : ", ") + f;
+                              return names;
+                            }() + ")");
+  }
+  if (ops.empty()) throw InvalidArgument("'bench' needs at least one --op (see 'tlens bench --help')");
+
+  std::cerr << "measuring the exp throughput of " << device.name << " ...\n";
+  const cuda::ExpThroughput exp = cuda::measureExpThroughput(0);
+  nlohmann::json runs = nlohmann::json::array();
+  int sinkhornT = 10;
+  std::printf("%s: expf %.3g/s; B=%d H=%d d=%d, CUDA events, median of up to %d runs\n", device.name.c_str(),
+              exp.accuratePerSecond, shape.B, shape.H, shape.d, repeats);
+  std::printf("%-28s %7s %12s %12s %14s\n", "operator", "n", "fp32 ms", "tf32 ms", "exp floor ms");
+  for (const OperatorSpec& op : ops) {
+    const bool softmax = op.family == "softmax";
+    shape.T = softmax ? 1 : int(getInt(op.params, "T"));
+    shape.eps = softmax ? 1.0 : getReal(op.params, "eps");
+    if (!softmax) sinkhornT = shape.T;
+    for (int n : sizes) {
+      shape.n = n;
+      // The exponentials alone at the measured expf rate: T + 1 passes over every score for Sinkhorn (its T
+      // half-steps and the output pass), one for the one-pass softmax.
+      const double scores = double(shape.B) * shape.H * double(n) * n;
+      const double floorMs = (softmax ? 1 : shape.T + 1) * scores / exp.accuratePerSecond * 1e3;
+      nlohmann::json entry = {{"op", op.toString()}, {"B", shape.B}, {"H", shape.H}, {"n", n}, {"d", shape.d},
+                              {"exp_floor_ms", floorMs}};
+      double ms[2] = {0, 0};
+      for (int tf32 = 0; tf32 < 2; ++tf32) {
+        std::cerr << "timing " << op.toString() << " at n=" << n << (tf32 ? " (tf32)" : " (fp32)") << " ...\n";
+        shape.tf32 = tf32 == 1;
+        const cuda::BenchTiming t = softmax ? cuda::benchSoftmax(shape, 1, repeats) : cuda::benchSinkhorn(shape, 1, repeats);
+        entry[tf32 ? "tf32" : "fp32"] = timingJson(t, floorMs);
+        ms[tf32] = t.medianMs;
+      }
+      std::printf("%-28s %7d %12.3f %12.3f %14.3f\n", op.toString().c_str(), n, ms[0], ms[1], floorMs);
+      std::fflush(stdout);
+      runs.push_back(entry);
+    }
+  }
+
+  nlohmann::json references = nlohmann::json::object();
+  if (!cl.has("no-references")) {
+    const std::string shapeArgs =
+        "--n " + joined(sizes) + " --H " + std::to_string(shape.B * shape.H) + " --d " + std::to_string(shape.d);
+    std::cerr << "timing PyTorch SDPA and a dense PyTorch Sinkhorn (" << referencePython() << ") ...\n";
+    references["pytorch"] = scriptReport("gpu_reference.py", shapeArgs + " --T " + std::to_string(sinkhornT));
+    std::cerr << "timing the published peers (Sinkformers, FlashSinkhorn) ...\n";
+    references["peers"] = scriptReport("gpu_peers.py", shapeArgs);
+  }
+  const nlohmann::json report = {
+      {"device", nlohmann::json::parse(device.toJson())},
+      {"exp", {{"expf_per_s", exp.accuratePerSecond}, {"fast_expf_per_s", exp.fastPerSecond}}},
+      {"note", "fp32 = float32 FMAs for the score tiles (the default, what the equivalence suite checks); tf32 = "
+               "TF32 tensor cores (mma.sync m16n8k8) for the score and P·V tiles. Inputs on the device, upload and "
+               "download excluded. The exp floor is the time the exponentials alone take at the measured expf rate."},
+      {"runs", runs},
+      {"references", references}};
+  if (const auto file = cl.get("json")) writeFileAtomically(*file, report.dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace tl::cli
