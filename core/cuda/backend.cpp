@@ -2,8 +2,6 @@
 
 #include <cstdio>
 
-#include "ops/backend.h"
-
 #ifdef TL_HAVE_CUDA
 #include "cuda/device_query.h"
 #endif
@@ -27,14 +25,6 @@ const BackendInfo& backendInfo() {
     return b;
   }();
   return info;
-}
-
-bool cudaKernelsBuilt() {
-#ifdef TL_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
 }
 
 std::string backendLabel() {

@@ -37,70 +37,84 @@ void setMarginalTargets(const Vec<T>& logMu, const Vec<T>& logNu, T scale, PlanR
   r.massMismatch = std::abs(double(r.rowTarget.sum() - r.colTarget.sum())) > 1e-6 * double(r.rowTarget.size());
 }
 
+namespace sinkhorn_loop {
+
+template <class T>
+constexpr T negInf = -std::numeric_limits<T>::infinity();
+
+// Closure: potential = log marginal − LSE; inactive tokens (log marginal −inf) keep −inf, never NaN.
+template <class T>
+Vec<T> closure(const Vec<T>& logMarginal, const Vec<T>& lse) {
+  return (logMarginal.array() == negInf<T>).select(negInf<T>, logMarginal - lse).matrix();
+}
+
+// One side of the problem (rows or columns): its potential, log marginal and target, and the two fields of
+// MarginalErrors it fills. Row and column half-steps are the same code on different sides.
+template <class T>
+struct Side {
+  Vec<T>& potential;
+  const Vec<T>& logMarginal;
+  const Vec<T>& target;
+  double MarginalErrors::*max;
+  double MarginalErrors::*mean;
+
+  // This side's sums of the plan scale·exp(X + ut ⊕ vt), given the LSE over the other side.
+  Vec<T> sums(const Vec<T>& lse, T scale) const {
+    return (potential.array() == negInf<T>).select(T(0), scale * (potential + lse).array().exp()).matrix();
+  }
+  void recordError(MarginalErrors& errors, const Vec<T>& lse, T scale) const {
+    const SideError e = sideError<T>(sums(lse, scale), target);
+    errors.*max = e.max;
+    errors.*mean = e.mean;
+  }
+};
+
+// Gauge (u − m, v + m) with m the mean of active u: the plan is unchanged, potentials stay O(1). Returns m.
+template <class T>
+T centre(Vec<T>& ut, Vec<T>& vt) {
+  const auto active = (ut.array() != negInf<T>);
+  const T m = active.any() ? active.select(ut.array(), T(0)).sum() / T(active.count()) : T(0);
+  ut = active.select(ut.array() - m, negInf<T>).matrix();
+  vt = (vt.array() != negInf<T>).select(vt.array() + m, negInf<T>).matrix();
+  return m;
+}
+
+}  // namespace sinkhorn_loop
+
 // logMu / logNu: log marginals in transport scale (−inf = inactive token: its potential stays −inf and
 // it carries no mass). The attention plan is scale · exp(X + ut ⊕ vt). Fills duals, histories, errors and
-// targets of `r`; the caller forms the plan (dense or lazy).
+// targets of `r`; the caller forms the plan (dense or structured).
 template <class T, class Geometry>
 void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu, T eps, T scale,
                      const SinkhornLoopOptions& options, Feedback& feedback, PlanResult<T>& r, Vec<T>& ut, Vec<T>& vt) {
-  static constexpr T negInf = -std::numeric_limits<T>::infinity();
-  // Closure: potential = log marginal − LSE; inactive tokens (log marginal −inf) keep −inf, never NaN.
-  auto closure = [](const Vec<T>& logMarginal, const Vec<T>& lse) -> Vec<T> {
-    return (logMarginal.array() == negInf).select(negInf, logMarginal - lse).matrix();
-  };
-  auto sums = [scale](const Vec<T>& potential, const Vec<T>& lse) -> Vec<T> {
-    return (potential.array() == negInf).select(T(0), scale * (potential + lse).array().exp()).matrix();
-  };
-
+  using namespace sinkhorn_loop;
   setMarginalTargets(logMu, logNu, scale, r);
+  ut = (logMu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logMu.size())).matrix();
+  vt = (logNu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logNu.size())).matrix();
+  const Side<T> rows{ut, logMu, r.rowTarget, &MarginalErrors::rowMax, &MarginalErrors::rowMean};
+  const Side<T> cols{vt, logNu, r.colTarget, &MarginalErrors::colMax, &MarginalErrors::colMean};
 
-  ut = (logMu.array() == negInf).select(negInf, Vec<T>::Zero(logMu.size())).matrix();
-  vt = (logNu.array() == negInf).select(negInf, Vec<T>::Zero(logNu.size())).matrix();
-  const int T_ = options.budget;
-  r.uHistory.resize(T_, ut.size());
-  r.vHistory.resize(T_, vt.size());
-  r.errorHistory.assign(size_t(T_), MarginalErrors{});
+  const int budget = options.budget;
+  r.uHistory.resize(budget, ut.size());
+  r.vHistory.resize(budget, vt.size());
+  r.errorHistory.assign(size_t(budget), MarginalErrors{});
   // Accumulated centring shift c: the raw (never-centred) potentials are (ut + c, vt − c). Those are the
   // ones written out (docs/conventions.md#duals); −inf stays −inf.
   T gauge = 0;
-  for (int t = 1; t <= T_ + 1; ++t) {
+  for (int t = 1; t <= budget + 1; ++t) {
     feedback.throwIfCanceled();
-    if (t % 2 == 1) {
-      const Vec<T> R = X.rowLogSumExp(vt);  // row sums of plan t−1 are scale·exp(ut + R)
-      if (t > 1) {
-        const SideError e = sideError<T>(sums(ut, R), r.rowTarget);
-        r.errorHistory[size_t(t - 2)].rowMax = e.max;
-        r.errorHistory[size_t(t - 2)].rowMean = e.mean;
-      }
-      if (t > T_) break;
-      ut = closure(logMu, R);  // row closure: source c-transform of v
-      const SideError e = sideError<T>(sums(ut, R), r.rowTarget);
-      r.errorHistory[size_t(t - 1)].rowMax = e.max;
-      r.errorHistory[size_t(t - 1)].rowMean = e.mean;
-    } else {
-      const Vec<T> C = X.colLogSumExp(ut);  // column sums of plan t−1 are scale·exp(vt + C)
-      if (t > 1) {
-        const SideError e = sideError<T>(sums(vt, C), r.colTarget);
-        r.errorHistory[size_t(t - 2)].colMax = e.max;
-        r.errorHistory[size_t(t - 2)].colMean = e.mean;
-      }
-      if (t > T_) break;
-      vt = closure(logNu, C);  // column closure: key c-transform of u
-      const SideError e = sideError<T>(sums(vt, C), r.colTarget);
-      r.errorHistory[size_t(t - 1)].colMax = e.max;
-      r.errorHistory[size_t(t - 1)].colMean = e.mean;
-      if (t / 2 <= options.centredFullSteps) {
-        // Gauge (u − m, v + m) with m the mean of active u: the plan is unchanged, potentials stay O(1).
-        const auto active = (ut.array() != negInf);
-        const T m = active.any() ? active.select(ut.array(), T(0)).sum() / T(active.count()) : T(0);
-        ut = active.select(ut.array() - m, negInf).matrix();
-        vt = (vt.array() != negInf).select(vt.array() + m, negInf).matrix();
-        gauge += m;
-      }
-    }
+    const bool rowStep = t % 2 == 1;  // rows first: odd t normalises rows, even t columns
+    const Side<T>& side = rowStep ? rows : cols;
+    // This side's sums of plan t−1 are scale·exp(potential + lse): the open side of the previous step.
+    const Vec<T> lse = rowStep ? X.rowLogSumExp(vt) : X.colLogSumExp(ut);
+    if (t > 1) side.recordError(r.errorHistory[size_t(t - 2)], lse, scale);
+    if (t > budget) break;
+    side.potential = closure(side.logMarginal, lse);  // row closure: c-transform of v; column: of u
+    side.recordError(r.errorHistory[size_t(t - 1)], lse, scale);
+    if (!rowStep && t / 2 <= options.centredFullSteps) gauge += centre(ut, vt);
     r.uHistory.row(t - 1) = (eps * (ut.array() + gauge)).transpose();
     r.vHistory.row(t - 1) = (eps * (vt.array() - gauge)).transpose();
-    feedback.setProgress(double(t) / T_, options.stage);
+    feedback.setProgress(double(t) / budget, options.stage);
   }
   r.u = (eps * (ut.array() + gauge)).matrix();
   r.v = (eps * (vt.array() - gauge)).matrix();
