@@ -3,11 +3,26 @@
 #include <QComboBox>
 #include <QFormLayout>
 #include <QLabel>
+#include <QStringList>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include "widgets/panels/param_form.h"
 
 namespace tl {
+namespace {
+
+// The one-line description, the backends this build has for the family, and a link to its page in docs/.
+QString familyDescription(const FamilyInfo& family) {
+  QStringList backends;
+  for (Backend b : family.backends) backends << backendName(b);
+  const QString page = QStringLiteral("docs/operators/%1.md").arg(QString::fromStdString(family.name));
+  const QString url = QUrl::fromLocalFile(QStringLiteral(TL_SOURCE_DIR "/") + page).toString();
+  return QStringLiteral("%1<br>runs on: %2 · <a href=\"%3\">%4</a>")
+      .arg(QString::fromStdString(family.description).toHtmlEscaped(), backends.join(", "), url, page);
+}
+
+}  // namespace
 
 OperatorForm::OperatorForm(const QString& familyObjectName, QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -23,7 +38,10 @@ OperatorForm::OperatorForm(const QString& familyObjectName, QWidget* parent) : Q
   layout->addLayout(top);
 
   description_ = new QLabel(this);
+  description_->setObjectName("familyDescription");
   description_->setWordWrap(true);
+  description_->setTextFormat(Qt::RichText);
+  description_->setOpenExternalLinks(true);  // the family's page in docs/ opens in the desktop's viewer
   description_->setStyleSheet("color: palette(mid);");
   layout->addWidget(description_);
   formHost_ = new QVBoxLayout;
@@ -38,7 +56,7 @@ void OperatorForm::showFamily(const FamilyInfo& family, const ParamSet& values) 
   delete form_;
   form_ = new ParamForm(family.schema, values, this);
   formHost_->addWidget(form_);
-  description_->setText(QString::fromStdString(family.description));
+  description_->setText(familyDescription(family));
   connect(form_, &ParamForm::valuesChanged, this, [this] {
     spec_.params = form_->values();
     emit specChanged(spec_);

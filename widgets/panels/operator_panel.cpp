@@ -3,8 +3,10 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
+#include "cuda/backend.h"
 #include "widgets/panels/operator_form.h"
 
 namespace tl {
@@ -20,6 +22,21 @@ OperatorPanel::OperatorPanel(QWidget* parent) : QWidget(parent) {
   for (Precision p : {Precision::F64, Precision::F32}) precision_->addItem(precisionName(p), int(p));
   precision_->setToolTip(tr("Floating-point precision the operators run in (results are shown in double)"));
   top->addRow(tr("precision"), precision_);
+  device_ = new QComboBox(this);
+  device_->setObjectName("device");
+  for (DeviceChoice d : {DeviceChoice::Cpu, DeviceChoice::Cuda, DeviceChoice::Auto})
+    device_->addItem(deviceChoiceName(d), int(d));
+  const BackendInfo& backend = backendInfo();
+  if (backend.cudaDevices == 0) {
+    // cuda stays selectable only to open sessions saved with it; running there fails with the reason.
+    auto* items = qobject_cast<QStandardItemModel*>(device_->model());
+    items->item(1)->setEnabled(false);
+    items->item(1)->setToolTip(tr("No usable GPU: %1").arg(QString::fromStdString(backend.cudaStatus)));
+  }
+  device_->setToolTip(tr("Where the operators run: cpu (the reference), cuda (the GPU, float32; families without "
+                         "CUDA kernels run on the CPU and the status bar says so) or auto (cuda when a usable "
+                         "GPU exists). This machine: %1").arg(QString::fromStdString(backendLabel())));
+  top->addRow(tr("device"), device_);
   layout->addLayout(top);
 
   compareToggle_ = new QCheckBox(tr("compare with a second operator"), this);
@@ -46,6 +63,7 @@ OperatorPanel::OperatorPanel(QWidget* parent) : QWidget(parent) {
   });
   connect(precision_, &QComboBox::currentIndexChanged, this,
           [this](int) { emit precisionChanged(Precision(precision_->currentData().toInt())); });
+  connect(device_, &QComboBox::currentIndexChanged, this, [this](int) { emit deviceChanged(device()); });
   // The second operator starts as the one most sessions compare against: plain softmax.
   compare_->setSpec(OperatorRegistry::builtin().resolve("softmax", {}));
 }
@@ -64,6 +82,13 @@ void OperatorPanel::setPrecision(Precision precision) {
   const QSignalBlocker block(precision_);
   precision_->setCurrentIndex(precision_->findData(int(precision)));
 }
+
+void OperatorPanel::setDevice(DeviceChoice device) {
+  const QSignalBlocker block(device_);
+  device_->setCurrentIndex(device_->findData(int(device)));
+}
+
+DeviceChoice OperatorPanel::device() const { return DeviceChoice(device_->currentData().toInt()); }
 
 const OperatorSpec& OperatorPanel::spec() const { return primary_->spec(); }
 

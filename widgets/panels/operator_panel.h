@@ -1,5 +1,6 @@
 #pragma once
-// The operator dock: the primary operator's form, the session's precision, and "compare with": a second
+// The operator dock: the primary operator's form, the session's precision and device (cpu, cuda, auto; the
+// GPU entries say why when there is no usable device), and "compare with": a second
 // operator form (the same OperatorForm) that makes the session hold two operators. Turning compare off
 // returns the session to one operator.
 #include <QWidget>
@@ -26,6 +27,8 @@ class OperatorPanel : public QWidget {
   // Emits nothing.
   void setOperators(const std::vector<OperatorSpec>& operators);
   void setPrecision(Precision precision);
+  void setDevice(DeviceChoice device);  // emits nothing
+  DeviceChoice device() const;
   const OperatorSpec& spec() const;
   // The operators the session should run: the primary, then the compared one while compare is on.
   std::vector<OperatorSpec> operators() const;
@@ -38,12 +41,14 @@ class OperatorPanel : public QWidget {
   void specChanged(const tl::OperatorSpec& spec);  // the primary operator was edited
   void operatorsChanged();                         // any edit to the operator list (primary, compare, toggle)
   void precisionChanged(tl::Precision precision);
+  void deviceChanged(tl::DeviceChoice device);
 
  private:
   OperatorForm* primary_ = nullptr;
   OperatorForm* compare_ = nullptr;
   QCheckBox* compareToggle_ = nullptr;
   QComboBox* precision_ = nullptr;
+  QComboBox* device_ = nullptr;
 };
 
 }  // namespace tl

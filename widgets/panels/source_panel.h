@@ -4,8 +4,8 @@
 #include <QWidget>
 #include <functional>
 
-#include "session/session.h"
 #include "data/synthetic.h"
+#include "session/session.h"
 #include "session/source.h"
 
 class QComboBox;

@@ -5,10 +5,12 @@
 #include <QMenuBar>
 #include <QScrollArea>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QStatusBar>
 #include <algorithm>
 
 #include "cuda/backend.h"
+#include "session/backend_choice.h"
 #include "widgets/panels/operator_panel.h"
 #include "widgets/panels/source_panel.h"
 #include "widgets/shell/engine_bridge.h"
@@ -59,6 +61,10 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   });
   connect(operatorPanel_, &OperatorPanel::precisionChanged, this, [this](Precision precision) {
     session_.precision = precision;
+    submit();
+  });
+  connect(operatorPanel_, &OperatorPanel::deviceChanged, this, [this](DeviceChoice device) {
+    session_.device = device;
     submit();
   });
   loadSession(session, path);
@@ -173,6 +179,9 @@ void MainWindow::buildMenus() {
 
 void MainWindow::buildStatusBar() {
   backend_ = new QLabel(QString::fromStdString(backendLabel()), this);
+  backend_->setObjectName("statusBackend");
+  resultDevice_ = new QLabel(this);
+  resultDevice_->setObjectName("statusResultDevice");
   size_ = new QLabel(this);
   timing_ = new QLabel(this);
   marginal_ = new QLabel(this);
@@ -180,7 +189,7 @@ void MainWindow::buildStatusBar() {
   marginal_->setObjectName("statusMarginal");
   marginal_->setToolTip(tr("max over rows and columns of |sum − target| in attention scale"));
   statusBar()->addWidget(busy_);
-  for (QLabel* l : {size_, timing_, marginal_, backend_}) {
+  for (QLabel* l : {size_, timing_, marginal_, resultDevice_, backend_}) {
     l->setStyleSheet("QLabel { padding: 0 10px; }");
     statusBar()->addPermanentWidget(l);
   }
@@ -196,6 +205,7 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   if (session_.operators.empty()) session_.operators.push_back(operatorPanel_->spec());
   operatorPanel_->setOperators(session_.operators);
   operatorPanel_->setPrecision(session_.precision);
+  operatorPanel_->setDevice(session_.device);
   for (View* v : views_) {
     if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
   }
@@ -233,6 +243,13 @@ void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
     timing_->setText(tr("compute %1 ms (total %2 ms)").arg(r.seconds * 1e3, 0, 'f', 1).arg(result->seconds * 1e3, 0, 'f', 1));
     const double error = std::max(r.errors.rowMax, r.errors.colMax);
     marginal_->setText(tr("%1 %2").arg(r.massMismatch ? tr("mass mismatch") : tr("marginal error")).arg(error, 0, 'e', 2));
+    // Which device produced what is on screen; never silent when the CPU ran in place of the GPU.
+    const QString device = QString::fromStdString(deviceLabel(r.backend));
+    resultDevice_->setText(r.backendNote.empty() ? tr("result: %1").arg(device)
+                                                 : tr("result: %1 (GPU not used)").arg(device));
+    resultDevice_->setToolTip(QString::fromStdString(r.backendNote));
+    resultDevice_->setStyleSheet(r.backendNote.empty() ? "QLabel { padding: 0 10px; }"
+                                                       : "QLabel { padding: 0 10px; color: #a04000; }");
   }
   emit resultShown(result);
 }
@@ -242,10 +259,24 @@ void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
 void MainWindow::showError(quint64 requestId, const QString& message) {
   if (requestId >= latestRequest_) busy_->clear();
   reportError(tr("The computation failed"), message);
+  // A GPU failure (no device, out of memory, a kernel fault) keeps the last result and offers the CPU.
+  if (session_.device != DeviceChoice::Cpu) {
+    if (!runOnCpu_) {
+      runOnCpu_ = errorBox_->addButton(tr("Run on the CPU"), QMessageBox::AcceptRole);
+      runOnCpu_->setObjectName("runOnCpu");
+      connect(runOnCpu_, &QPushButton::clicked, this, [this] { operatorPanel_->setDevice(DeviceChoice::Cpu);
+                                                              session_.device = DeviceChoice::Cpu;
+                                                              submit(); });
+    }
+    runOnCpu_->show();
+  } else if (runOnCpu_) {
+    runOnCpu_->hide();
+  }
 }
 
 void MainWindow::reportError(const QString& what, const QString& message) {
   statusBar()->showMessage(what + ": " + message, 10000);
+  if (runOnCpu_) runOnCpu_->hide();
   if (!errorBox_) {
     errorBox_ = new QMessageBox(QMessageBox::Warning, "TransportLens", {}, QMessageBox::Ok, this);
     errorBox_->setWindowModality(Qt::NonModal);

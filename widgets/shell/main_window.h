@@ -16,6 +16,7 @@ class QDropEvent;
 class QLabel;
 class QMenu;
 class QMessageBox;
+class QPushButton;
 
 namespace tl {
 
@@ -83,6 +84,8 @@ class MainWindow : public QMainWindow {
   QMenu* viewMenu_ = nullptr;
   QMessageBox* errorBox_ = nullptr;
   QLabel* backend_ = nullptr;
+  QLabel* resultDevice_ = nullptr;  // which device produced the result on screen
+  QPushButton* runOnCpu_ = nullptr;  // offered in the error box when the GPU run failed
   QLabel* size_ = nullptr;
   QLabel* timing_ = nullptr;
   QLabel* marginal_ = nullptr;

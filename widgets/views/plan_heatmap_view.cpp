@@ -1,8 +1,10 @@
 #include "widgets/views/plan_heatmap_view.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSpinBox>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -17,6 +19,13 @@ namespace {
 // Log colour scales start this far below the largest entry; smaller entries (and exact zeros of
 // padded rows) are drawn in the lowest colour.
 constexpr double kLogColorDecades = 8;
+// Up to this many queries and keys the map shows every entry; beyond, display tiles (user-settable).
+constexpr int kDefaultPoolAbove = 1024;
+
+// Token coordinate of the centre of block b of `starts` (block b covers [starts[b], starts[b+1])).
+double blockCentre(const std::vector<long long>& starts, size_t b) {
+  return 0.5 * double(starts[b] + starts[b + 1] - 1);
+}
 
 QCPBars* makeSumBars(QCPAxis* keyAxis, QCPAxis* valueAxis, const QColor& color) {
   auto* bars = new QCPBars(keyAxis, valueAxis);
@@ -45,10 +54,24 @@ PlanHeatmapView::PlanHeatmapView(QWidget* parent) : View(parent) {
   logToggle_ = new QCheckBox(tr("log colour scale"), this);
   logToggle_->setObjectName("logColor");
   logToggle_->setToolTip(tr("Colour by log10 A_ij (at most %1 decades below the largest entry)").arg(kLogColorDecades));
+  poolAbove_ = new QSpinBox(this);
+  poolAbove_->setObjectName("poolAbove");
+  poolAbove_->setRange(16, 8192);
+  poolAbove_->setValue(kDefaultPoolAbove);
+  poolAbove_->setPrefix(tr("pool above "));
+  poolAbove_->setToolTip(tr("Plans with more queries or keys than this are drawn as display tiles: the block mean "
+                            "or max over at most this many blocks a side, computed where the plan lives (the GPU "
+                            "for a CUDA result), without forming the n×n matrix"));
+  poolKind_ = new QComboBox(this);
+  poolKind_->setObjectName("poolKind");
+  poolKind_->addItem(tr("block mean"));
+  poolKind_->addItem(tr("block max"));
   hover_ = new QLabel(this);
   hover_->setObjectName("hoverReadout");
   hover_->setTextFormat(Qt::RichText);
   bar->addWidget(logToggle_);
+  bar->addWidget(poolAbove_);
+  bar->addWidget(poolKind_);
   bar->addStretch(1);
   bar->addWidget(hover_);
   layout->addLayout(bar);
@@ -62,6 +85,12 @@ PlanHeatmapView::PlanHeatmapView(QWidget* parent) : View(parent) {
     fillMap();
     plot_->replot();
   });
+  auto redraw = [this] {
+    if (!result_) return;
+    setResult(result_);
+  };
+  connect(poolAbove_, &QSpinBox::valueChanged, this, redraw);
+  connect(poolKind_, &QComboBox::currentIndexChanged, this, redraw);
   connect(plot_, &QCustomPlot::mouseMove, this, &PlanHeatmapView::onHover);
 }
 
@@ -149,12 +178,22 @@ void PlanHeatmapView::setResult(std::shared_ptr<const SessionResult> result) {
   result_ = std::move(result);
   const OperatorRun* run = primaryRun(result_.get());
   if (!run) return;
-  const MatD& A = run->result.plan;
-  if (A.size() == 0) {
-    heading_->setText(operatorCaption(run->spec) + tr("   (plan not formed: the operator ran lazily)"));
-  } else {
-    heading_->setText(tr("Attention plan A = n·P  —  %1").arg(operatorCaption(run->spec)));
+  const Plan<double>& plan = run->result.plan;
+  const int limit = poolAbove_->value();
+  if (std::max(plan.rows(), plan.cols()) > limit)
+    pooled_ = plan.pooled(limit, limit);
+  else
+    pooled_.reset();
+  QString heading = tr("Attention plan A = n·P  —  %1").arg(operatorCaption(run->spec));
+  if (pooled_) {
+    const double perBlock = double(plan.rows()) * double(plan.cols()) / double(pooled_->mean.size());
+    heading += tr("   [pooled: %1 over %2 × %3 blocks, about %4 entries each]")
+                   .arg(poolMax() ? tr("block max") : tr("block mean"))
+                   .arg(pooled_->mean.rows())
+                   .arg(pooled_->mean.cols())
+                   .arg(perBlock, 0, 'f', 0);
   }
+  heading_->setText(heading);
   fillMap();
   fillSums();
   plot_->replot(QCustomPlot::rpImmediateRefresh);
@@ -164,11 +203,16 @@ void PlanHeatmapView::setResult(std::shared_ptr<const SessionResult> result) {
 void PlanHeatmapView::fillMap() {
   const OperatorRun* run = primaryRun(result_.get());
   if (!run) return;
-  const MatD& A = run->result.plan;
-  const int nq = int(A.rows()), nk = int(A.cols());
+  // Every entry, or one cell per display tile placed at its block's centre in token coordinates.
+  const MatD& A = pooled_ ? (poolMax() ? pooled_->max : pooled_->mean) : run->result.plan.dense();
+  const int nq = int(run->result.plan.rows()), nk = int(run->result.plan.cols());
   QCPColorMapData* data = map_->data();
-  data->setSize(nk, nq);
-  data->setRange(QCPRange(0, std::max(nk - 1, 0)), QCPRange(0, std::max(nq - 1, 0)));
+  data->setSize(int(A.cols()), int(A.rows()));
+  if (pooled_)
+    data->setRange(QCPRange(blockCentre(pooled_->colStarts, 0), blockCentre(pooled_->colStarts, A.cols() - 1)),
+                   QCPRange(blockCentre(pooled_->rowStarts, 0), blockCentre(pooled_->rowStarts, A.rows() - 1)));
+  else
+    data->setRange(QCPRange(0, std::max(nk - 1, 0)), QCPRange(0, std::max(nq - 1, 0)));
   if (A.size() == 0) return;
 
   const double top = std::max(A.maxCoeff(), 1e-300);
@@ -178,8 +222,8 @@ void PlanHeatmapView::fillMap() {
   for (Eigen::Index e = 0; e < A.size(); ++e)
     if (A.data()[e] > 0) smallest = std::min(smallest, A.data()[e]);
   const double floor = std::max(smallest, top * std::pow(10.0, -kLogColorDecades));
-  for (int i = 0; i < nq; ++i)
-    for (int j = 0; j < nk; ++j) data->setCell(j, i, log ? std::max(A(i, j), floor) : A(i, j));
+  for (Eigen::Index i = 0; i < A.rows(); ++i)
+    for (Eigen::Index j = 0; j < A.cols(); ++j) data->setCell(int(j), int(i), log ? std::max(A(i, j), floor) : A(i, j));
 
   scale_->setDataScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
   if (log) scale_->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
@@ -193,7 +237,6 @@ void PlanHeatmapView::fillMap() {
 void PlanHeatmapView::fillSums() {
   const OperatorRun* run = primaryRun(result_.get());
   if (!run || run->result.plan.size() == 0) return;
-  const MatD& A = run->result.plan;
   const PlanResult<double>& r = run->result;
   auto fill = [](QCPBars* bars, QCPGraph* target, const VecD& sums, const VecD& goal) {
     QVector<double> keys(int(sums.size())), values(int(sums.size())), goals(int(goal.size()));
@@ -212,8 +255,9 @@ void PlanHeatmapView::fillSums() {
       if (m * magnitude >= hi / 2) { step = m * magnitude; break; }
     bars->valueAxis()->ticker().staticCast<QCPAxisTickerFixed>()->setTickStep(step);
   };
-  fill(rowSums_, rowTarget_, A.rowwise().sum(), r.rowTarget);
-  fill(colSums_, colTarget_, A.colwise().sum().transpose(), r.colTarget);
+  // Through the plan object: structured and GPU plans give their sums without a dense matrix.
+  fill(rowSums_, rowTarget_, r.plan.rowSums(), r.rowTarget);
+  fill(colSums_, colTarget_, r.plan.colSums(), r.colTarget);
 }
 
 void PlanHeatmapView::onHover(QMouseEvent* event) {
@@ -223,15 +267,29 @@ void PlanHeatmapView::onHover(QMouseEvent* event) {
     hover_->clear();
     return;
   }
-  const MatD& A = run->result.plan;
+  const Plan<double>& plan = run->result.plan;
   const int j = int(std::lround(map_->keyAxis()->pixelToCoord(pos.x())));
   const int i = int(std::lround(map_->valueAxis()->pixelToCoord(pos.y())));
-  if (i < 0 || j < 0 || i >= A.rows() || j >= A.cols()) {
+  if (i < 0 || j < 0 || i >= plan.rows() || j >= plan.cols()) {
     hover_->clear();
     return;
   }
-  const QString text = QStringLiteral("query <b>i = %1</b> · key <b>j = %2</b> · A<sub>ij</sub> = <b>%3</b>")
-                           .arg(i).arg(j).arg(A(i, j), 0, 'g', 5);
+  QString text;
+  if (pooled_) {
+    // The block that holds token (i, j): the last start at or before it.
+    auto blockOf = [](const std::vector<long long>& starts, int index) {
+      return size_t(std::upper_bound(starts.begin(), starts.end(), (long long)index) - starts.begin() - 1);
+    };
+    const size_t bi = blockOf(pooled_->rowStarts, i), bj = blockOf(pooled_->colStarts, j);
+    text = QStringLiteral("queries <b>%1–%2</b> · keys <b>%3–%4</b> · mean <b>%5</b> · max <b>%6</b>")
+               .arg(pooled_->rowStarts[bi]).arg(pooled_->rowStarts[bi + 1] - 1)
+               .arg(pooled_->colStarts[bj]).arg(pooled_->colStarts[bj + 1] - 1)
+               .arg(pooled_->mean(Eigen::Index(bi), Eigen::Index(bj)), 0, 'g', 5)
+               .arg(pooled_->max(Eigen::Index(bi), Eigen::Index(bj)), 0, 'g', 5);
+  } else {
+    text = QStringLiteral("query <b>i = %1</b> · key <b>j = %2</b> · A<sub>ij</sub> = <b>%3</b>")
+               .arg(i).arg(j).arg(plan(i, j), 0, 'g', 5);
+  }
   hover_->setText(text);
   QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
 }
@@ -241,11 +299,19 @@ int PlanHeatmapView::keys() const { return map_->data()->keySize(); }
 double PlanHeatmapView::cellValue(int query, int key) const { return map_->data()->cell(key, query); }
 bool PlanHeatmapView::logColor() const { return logToggle_->isChecked(); }
 void PlanHeatmapView::setLogColor(bool on) { logToggle_->setChecked(on); }
+int PlanHeatmapView::poolAbove() const { return poolAbove_->value(); }
+void PlanHeatmapView::setPoolAbove(int entries) { poolAbove_->setValue(entries); }
+bool PlanHeatmapView::poolMax() const { return poolKind_->currentIndex() == 1; }
+void PlanHeatmapView::setPoolMax(bool on) { poolKind_->setCurrentIndex(on ? 1 : 0); }
 
-nlohmann::json PlanHeatmapView::saveState() const { return {{"logColor", logToggle_->isChecked()}}; }
+nlohmann::json PlanHeatmapView::saveState() const {
+  return {{"logColor", logToggle_->isChecked()}, {"poolAbove", poolAbove()}, {"poolMax", poolMax()}};
+}
 
 void PlanHeatmapView::restoreState(const nlohmann::json& state) {
   setLogColor(stateValue(state, "logColor", false));
+  setPoolAbove(stateValue(state, "poolAbove", kDefaultPoolAbove));
+  setPoolMax(stateValue(state, "poolMax", false));
 }
 
 void PlanHeatmapView::exportFigure(const std::string& path, const std::string& format,

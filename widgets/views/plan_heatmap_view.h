@@ -2,13 +2,21 @@
 // The attention plan A (rows = queries i, columns = keys j) as a colour map with its colour scale, and the
 // row and column sums as bar plots along the right and top edges, aligned cell for cell with the map.
 // Dashed lines mark the operator's declared marginal targets, so a plan that is not doubly stochastic
-// shows where. Hovering a cell reads out i, j and A_ij.
+// shows where. Hovering a cell reads out i, j and A_ij. Plans larger than a size the user sets are drawn as
+// display tiles (the block mean or the block max of A over at most that many blocks per side, computed where
+// the plan lives: on the GPU for a CUDA result, ops/transport_plan.h), so the map stays live at n = 16k–65k;
+// the heading says that it is pooled and over how many entries.
 #include <memory>
+#include <optional>
+
+#include "ops/transport_plan.h"
 
 #include "widgets/views/view.h"
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
+class QSpinBox;
 class QCustomPlot;
 class QCPAxisRect;
 class QCPColorMap;
@@ -40,6 +48,12 @@ class PlanHeatmapView : public View {
   double cellValue(int query, int key) const;
   bool logColor() const;
   void setLogColor(bool on);
+  // Plans with more than this many queries or keys are drawn pooled, on at most this many blocks a side.
+  int poolAbove() const;
+  void setPoolAbove(int entries);
+  bool pooled() const { return pooled_.has_value(); }
+  bool poolMax() const;  // block max instead of block mean
+  void setPoolMax(bool on);
   QCustomPlot* plot() const { return plot_; }
 
  private:
@@ -50,6 +64,9 @@ class PlanHeatmapView : public View {
 
   std::shared_ptr<const SessionResult> result_;
   QCheckBox* logToggle_ = nullptr;
+  QSpinBox* poolAbove_ = nullptr;
+  QComboBox* poolKind_ = nullptr;
+  std::optional<PooledPlan<double>> pooled_;  // the tiles on the map, when the plan is drawn pooled
   QLabel* hover_ = nullptr;
   QCustomPlot* plot_ = nullptr;
   QCPTextElement* heading_ = nullptr;
