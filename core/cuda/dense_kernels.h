@@ -198,6 +198,12 @@ struct PlanTileParams {
   int batch, nq, nk, dPad;
   long long ldQ, ldK;
   float scoreScale, scale;
+
+  // Head b's slices of the operands, shared by every kernel that walks plan tiles.
+  TL_HOST_DEVICE const float* headQ(long long b) const { return qT + b * dPad * ldQ; }
+  TL_HOST_DEVICE const float* headK(long long b) const { return kT + b * dPad * ldK; }
+  TL_HOST_DEVICE const float* headRowPotential(long long b) const { return ut + b * ldQ; }
+  TL_HOST_DEVICE const float* headColPotential(long long b) const { return vt + b * ldK; }
 };
 
 // O += P·V on one key tile, shared by ApplyKernel and FlashSoftmaxKernel: the BM×BN plan tile and a BN×DVC
@@ -308,9 +314,7 @@ struct ApplyKernelT {
     const PlanTileParams& g = p.tile;
     const long long row0 = (long long)bi.x * BM, b = bi.z;
     const int c0 = bi.y * DVC;
-    const float* qT = g.qT + b * g.dPad * g.ldQ;
-    const float* kT = g.kT + b * g.dPad * g.ldK;
-    const float* vt = g.vt + b * g.ldK;
+    const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
     const float* v = p.v + b * g.ldK * p.dvPad;
     typename Block::template Local<Regs> regs(block);
     block.forEach([&](int tid) {
@@ -375,8 +379,7 @@ struct PlanKernelT {
     const PlanTileParams& g = p.tile;
     const long long colTiles = ceilDiv(g.nk, BN);
     const long long row0 = bi.x / colTiles * BM, col0 = bi.x % colTiles * BN, b = bi.z;
-    const float* qT = g.qT + b * g.dPad * g.ldQ;
-    const float* kT = g.kT + b * g.dPad * g.ldK;
+    const float *qT = g.headQ(b), *kT = g.headK(b);
     typename Block::template Local<Regs> regs(block);
     Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
                   [&](int tid, int k0, typename Tile::Stage& st) {
@@ -442,10 +445,7 @@ struct DisplayKernelT {
     const long long cellBegin = (long long)bi.y * p.cellsPerGroup;
     const long long cellEnd = cellBegin + p.cellsPerGroup < p.cols ? cellBegin + p.cellsPerGroup : p.cols;
     const long long keyBegin = blockStart(cellBegin, g.nk, p.cols), keyEnd = blockStart(cellEnd, g.nk, p.cols);
-    const float* qT = g.qT + b * g.dPad * g.ldQ;
-    const float* kT = g.kT + b * g.dPad * g.ldK;
-    const float* ut = g.ut + b * g.ldQ;
-    const float* vt = g.vt + b * g.ldK;
+    const float *qT = g.headQ(b), *kT = g.headK(b), *ut = g.headRowPotential(b), *vt = g.headColPotential(b);
     typename Block::template Local<Regs> regs(block);
     block.forEach([&](int tid) {
       for (long long c = tid; c < cellEnd - cellBegin; c += kThreads) {

@@ -51,9 +51,7 @@ struct FlashSoftmaxKernelT {
     const PlanTileParams& g = p.tile;
     const long long row0 = (long long)bi.x * BM, b = bi.z;
     const int c0 = bi.y * DVC;
-    const float* qT = g.qT + b * g.dPad * g.ldQ;
-    const float* kT = g.kT + b * g.dPad * g.ldK;
-    const float* vt = g.vt + b * g.ldK;
+    const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
     const float* v = p.v + b * g.ldK * p.dvPad;
     typename Block::template Local<Regs> regs(block);
     block.forEach([&](int tid) {

@@ -378,9 +378,12 @@ void checkWarpMma(int lda, int ldb) {
       ASSERT_EQ(M::aOffset(lane, mi, 2, lda) % 2, 0);
     }
     for (int ni = 0; ni < NI; ++ni) {
-      for (int reg = 0; reg < 2; ++reg)
+      for (int reg = 0; reg < 2; ++reg) {
         ASSERT_EQ(M::bOffset(lane, ni, reg, ldb), F::bRow(lane, reg) * ldb + M::bSlot(ni, F::bCol(lane, reg)));
-      if (ni % 2 == 0) ASSERT_EQ(M::bOffset(lane, ni, 0, ldb) % 2, 0);
+      }
+      if (ni % 2 == 0) {
+        ASSERT_EQ(M::bOffset(lane, ni, 0, ldb) % 2, 0);
+      }
     }
     for (int mi = 0; mi < MI; ++mi)
       for (int ni = 0; ni < NI; ++ni)
@@ -434,10 +437,12 @@ void checkTileContract() {
     ASSERT_LT(Tile::tx(tid), Tile::kThreadsX);
     ASSERT_LT(Tile::ty(tid), Tile::kThreadsY);
     for (int other = 0; other < Tile::kThreads; ++other) {
-      if (Tile::ty(other) == Tile::ty(tid))
+      if (Tile::ty(other) == Tile::ty(tid)) {
         for (int r = 0; r < Tile::TM; ++r) ASSERT_EQ(Tile::row(other, r), Tile::row(tid, r));
-      if (Tile::tx(other) == Tile::tx(tid))
+      }
+      if (Tile::tx(other) == Tile::tx(tid)) {
         for (int c = 0; c < Tile::TN; ++c) ASSERT_EQ(Tile::col(other, c), Tile::col(tid, c));
+      }
     }
     for (int c = 0; c < Tile::TN; ++c) {
       if (c % 4 == 0) ASSERT_EQ(Tile::col(tid, c) % 4, 0);
