@@ -6,6 +6,7 @@
 #include "model/torchscript.h"
 #include "model/vit.h"
 #include "ops/lot/lot.h"
+#include "session/engine.h"
 
 namespace tl {
 namespace {
@@ -39,23 +40,29 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> learnedPivots(const Opera
   return std::make_pair(params["pivots"], params["mass_logits"]);
 }
 
-// One block's heads through a core registry operator (CPU, double), batch of one image.
+// One block's heads through a core registry operator, batch of one image: the CPU reference in double, or
+// on the GPU all heads in one launch (runOperatorBatch).
 class CoreAttention {
  public:
-  CoreAttention(const OperatorSpec& spec, VitLayer& layer, Feedback& feedback)
+  CoreAttention(const OperatorSpec& spec, VitLayer& layer, Feedback& feedback, DeviceChoice device)
       : spec_(OperatorRegistry::builtin().resolve(spec.family, spec.params)), pivots_(learnedPivots(spec_, layer)),
-        feedback_(feedback) {
+        feedback_(feedback), device_(device) {
     if (!pivots_) op_ = OperatorRegistry::builtin().create(spec_);
   }
 
   TorchAttention operator()(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     TorchAttention out{torch::zeros_like(v), torch::zeros({q.size(0), q.size(1), q.size(2), k.size(2)})};
-    for (int64_t h = 0; h < q.size(1); ++h) {
-      AttentionInput<double> input{toEigen(q[0][h]), toEigen(k[0][h]), toEigen(v[0][h]), std::nullopt};
-      PlanResult<double> r = pivots_ ? lotWithPivots(input, h) : op_->run(input, feedback_);
-      out.output[0][h].copy_(toTorch(*r.output));
-      out.attention[0][h].copy_(toTorch(r.plan));
-      results.push_back(std::move(r));
+    AttentionBatch<double> heads;
+    for (int64_t h = 0; h < q.size(1); ++h)
+      heads.push_back({toEigen(q[0][h]), toEigen(k[0][h]), toEigen(v[0][h]), std::nullopt});
+    if (pivots_) {  // learned LOT pivots differ per head: the heads are different operators
+      for (size_t h = 0; h < heads.size(); ++h) results.push_back(lotWithPivots(heads[h], int64_t(h)));
+    } else {
+      results = runOperatorBatch(*op_, heads, Precision::F64, device_, feedback_);
+    }
+    for (size_t h = 0; h < results.size(); ++h) {
+      out.output[0][int64_t(h)].copy_(toTorch(*results[h].output));
+      out.attention[0][int64_t(h)].copy_(toTorch(results[h].plan.dense()));
     }
     return out;
   }
@@ -77,6 +84,7 @@ class CoreAttention {
   std::optional<std::pair<torch::Tensor, torch::Tensor>> pivots_;
   std::unique_ptr<Operator> op_;
   Feedback& feedback_;
+  DeviceChoice device_;
 };
 
 void fillHeads(const VitAttentionTrace& t, VitLayerTrace& layer) {
@@ -93,7 +101,7 @@ void fillHeads(const VitAttentionTrace& t, VitLayerTrace& layer) {
 
 // Runs layers fromLayer.. on `hidden` [1, n, D], appending their traces, then the classifier.
 void runLayers(VitModel& model, torch::Tensor hidden, int fromLayer, const std::map<int, OperatorSpec>& swaps,
-               Feedback& feedback, VitTrace& trace) {
+               Feedback& feedback, VitTrace& trace, DeviceChoice device = DeviceChoice::Cpu) {
   const int L = model->config().numLayers;
   for (int l = fromLayer; l < L; ++l) {
     feedback.throwIfCanceled();
@@ -102,7 +110,7 @@ void runLayers(VitModel& model, torch::Tensor hidden, int fromLayer, const std::
     VitLayerTrace layerTrace;
     const auto swap = swaps.find(l);
     if (swap != swaps.end()) {
-      CoreAttention core(swap->second, layer, feedback);
+      CoreAttention core(swap->second, layer, feedback, device);
       const AttentionOverride override = [&core](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
         return core(q, k, v);
       };
@@ -163,7 +171,7 @@ VitTrace VitRunner::run(const HostTensor& image, Feedback& feedback) const {
 }
 
 VitTrace VitRunner::rerun(const VitTrace& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
-                          Feedback& feedback) const {
+                          Feedback& feedback, DeviceChoice device) const {
   const int L = config().numLayers;
   if (fromLayer < 0 || fromLayer >= L)
     throw InvalidArgument("rerun: layer " + std::to_string(fromLayer) + " does not exist; the model has layers 0.." +
@@ -179,7 +187,7 @@ VitTrace VitRunner::rerun(const VitTrace& base, int fromLayer, const std::map<in
   trace.embeddings = base.embeddings;
   trace.layers.assign(base.layers.begin(), base.layers.begin() + fromLayer);
   const MatD& entering = fromLayer == 0 ? base.embeddings : base.layers[size_t(fromLayer - 1)].output;
-  runLayers(impl_->model, toTorch(entering).unsqueeze(0), fromLayer, swaps, feedback, trace);
+  runLayers(impl_->model, toTorch(entering).unsqueeze(0), fromLayer, swaps, feedback, trace, device);
   return trace;
 }
 

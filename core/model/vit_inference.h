@@ -3,8 +3,9 @@
 // here), so the CLI and the Qt views can include it.
 //   run()   : logits, and per layer the block output and per head Q, K, V and the attention plan the
 //             model's own normaliser produced (float32 model, values widened to double).
-//   rerun() : the same from layer ℓ on, with core registry operators (CPU, Eigen, double: the source of
-//             truth) in place of the normaliser at chosen layers; the other layers keep the model's own.
+//   rerun() : the same from layer ℓ on, with core registry operators (the CPU reference in double, or the
+//             GPU in float32 when asked) in place of the normaliser at chosen layers; the other layers keep
+//             the model's own.
 // Q and K are stored unscaled, exactly as the core operators take them (they apply S = QKᵀ/√d and eps
 // themselves), so any head's AttentionInput can be handed to any registry operator directly.
 #include <map>
@@ -44,8 +45,10 @@ class VitRunner {
   // given, else the model's own normaliser. LOT at a layer with learned pivots uses them (and their
   // count as r) when the spec leaves pivot_init at auto and names no pivots file. InvalidArgument for a
   // layer index out of range.
+  // `device` chooses where the swapped operators run (session/backend_choice.h): on the GPU the heads of a
+  // swapped layer run in one launch.
   VitTrace rerun(const VitTrace& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
-                 Feedback& feedback = noFeedback()) const;
+                 Feedback& feedback = noFeedback(), DeviceChoice device = DeviceChoice::Cpu) const;
 
  private:
   struct Impl;

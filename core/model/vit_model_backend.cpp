@@ -35,10 +35,10 @@ class VitModelBackend : public ModelBackend {
     return run;
   }
 
-  VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
-                 Feedback& feedback) override {
+  VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps, Feedback& feedback,
+                 DeviceChoice device) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return runnerFor(base.checkpoint).rerun(base.trace, fromLayer, swaps, feedback);
+    return runnerFor(base.checkpoint).rerun(base.trace, fromLayer, swaps, feedback, device);
   }
 
  private:

@@ -84,48 +84,112 @@ class DevicePlan final : public TransportPlan<float> {
   double eps_;
 };
 
-// One unpadded (or keep-queries) head on the GPU.
-PlanResult<float> runHead(const AttentionInput<float>& in, const std::optional<Mask>& keyMask, const DenseCudaRun& run,
-                          const DeviceRequest& request, Feedback& feedback) {
-  const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
+// Heads of one launch: equal shapes, one key mask (keep-queries) or none.
+std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, const std::optional<Mask>& keyMask,
+                                        const DenseCudaRun& run, const DeviceRequest& request, Feedback& feedback) {
+  const AttentionInput<float>& first = heads.front();
+  const Eigen::Index nq = first.Q.rows(), nk = first.K.rows(), d = first.Q.cols();
+  const Eigen::Index dv = first.V ? first.V->cols() : 0;
+  const int batch = int(heads.size());
   const auto [logMu, logNu] = sinkhornLogMarginals<float>(nq, nk, keyMask);
-  HeadArrays head{in.Q, in.K, toVector(logMu), toVector(logNu), float(nq)};
+  // [batch][n][d], row-major like Eigen's Mat.
+  std::vector<float> q, k, v;
+  for (const auto& h : heads) {
+    q.insert(q.end(), h.Q.data(), h.Q.data() + h.Q.size());
+    k.insert(k.end(), h.K.data(), h.K.data() + h.K.size());
+    if (dv) v.insert(v.end(), h.V->data(), h.V->data() + h.V->size());
+  }
+  cuda::AttentionProblem problem;
+  problem.batch = batch;
+  problem.nq = int(nq);
+  problem.nk = int(nk);
+  problem.d = int(d);
+  problem.q = q.data();
+  problem.k = k.data();
+  if (dv) {
+    problem.v = v.data();
+    problem.dv = int(dv);
+  }
+  problem.logMu = toVector(logMu);
+  problem.logNu = toVector(logNu);
+  problem.scale = float(nq);
 
   cuda::CudaOptions options;
   options.plan = request.densePlan;
   options.histories = true;
   options.errors = true;
   options.canceled = [&feedback] { return feedback.isCanceled(); };
-  const cuda::AttentionProblem problem = head.problem(in.V ? &*in.V : nullptr);
   const cuda::CudaAttentionResult g = run.softmax ? cuda::softmaxCuda(problem, options)
                                                   : cuda::sinkhornCuda(problem, {run.budget, run.eps}, options);
 
-  PlanResult<float> r;
-  setMarginalTargets<float>(logMu, logNu, float(nq), r);
-  r.u = Eigen::Map<const Vec<float>>(g.u.data(), nq);
-  r.v = Eigen::Map<const Vec<float>>(g.v.data(), nk);
-  r.uHistory = matrixOf(g.uHistory, g.steps, nq);
-  r.vHistory = matrixOf(g.vHistory, g.steps, nk);
-  for (const cuda::StepErrors& e : g.errorHistory) r.errorHistory.push_back({e.rowMax, e.rowMean, e.colMax, e.colMean});
-  if (!r.errorHistory.empty()) r.errors = r.errorHistory.back();
-  if (in.V) r.output = matrixOf(g.output, nq, in.V->cols());
-  if (request.densePlan)
-    r.plan = matrixOf(g.plan, nq, nk);
-  else
-    r.plan = Plan<float>(std::make_shared<const DevicePlan>(std::move(head), g.u, g.v, run.softmax ? 1.0 : run.eps));
-  r.seconds = g.seconds;
-  r.backend = Backend::Cuda;
-  return r;
+  // One result per head: slices of the batched arrays.
+  std::vector<PlanResult<float>> results(heads.size());
+  for (int h = 0; h < batch; ++h) {
+    PlanResult<float>& r = results[size_t(h)];
+    auto slice = [h](const std::vector<float>& all, size_t perHead) {
+      return std::vector<float>(all.begin() + long(h * perHead), all.begin() + long((h + 1) * perHead));
+    };
+    const std::vector<float> u = slice(g.u, size_t(nq)), vDual = slice(g.v, size_t(nk));
+    setMarginalTargets<float>(logMu, logNu, float(nq), r);
+    r.u = Eigen::Map<const Vec<float>>(u.data(), nq);
+    r.v = Eigen::Map<const Vec<float>>(vDual.data(), nk);
+    r.uHistory = matrixOf(slice(g.uHistory, size_t(g.steps * nq)), g.steps, nq);
+    r.vHistory = matrixOf(slice(g.vHistory, size_t(g.steps * nk)), g.steps, nk);
+    for (int t = 0; t < g.steps && !g.errorHistory.empty(); ++t) {
+      const cuda::StepErrors& e = g.errorHistory[size_t(h * g.steps + t)];
+      r.errorHistory.push_back({e.rowMax, e.rowMean, e.colMax, e.colMean});
+    }
+    if (!r.errorHistory.empty()) r.errors = r.errorHistory.back();
+    if (dv) r.output = matrixOf(slice(g.output, size_t(nq * dv)), nq, dv);
+    if (request.densePlan) {
+      r.plan = matrixOf(slice(g.plan, size_t(nq * nk)), nq, nk);
+    } else {
+      HeadArrays head{heads[size_t(h)].Q, heads[size_t(h)].K, problem.logMu, problem.logNu, float(nq)};
+      r.plan = Plan<float>(std::make_shared<const DevicePlan>(std::move(head), u, vDual, run.softmax ? 1.0 : run.eps));
+    }
+    r.seconds = g.seconds;  // the launch's wall time, shared by its heads
+    r.backend = Backend::Cuda;
+  }
+  return results;
+}
+
+bool sameShapeAndMask(const AttentionInput<float>& a, const AttentionInput<float>& b) {
+  const bool shapes = a.Q.rows() == b.Q.rows() && a.K.rows() == b.K.rows() && a.Q.cols() == b.Q.cols() &&
+                      bool(a.V) == bool(b.V) && (!a.V || a.V->cols() == b.V->cols());
+  const bool masks = bool(a.mask) == bool(b.mask) && (!a.mask || (*a.mask == *b.mask).all());
+  return shapes && masks;
 }
 
 }  // namespace
 
-PlanResult<float> runDenseOnCuda(const AttentionInput<float>& input, const DenseCudaRun& run,
-                                 const DeviceRequest& request, Feedback& feedback) {
-  validateInput(input);
-  if (run.maskMode == MaskMode::KeepQueries) return runHead(input, input.mask, run, request, feedback);
-  return runOnValidSubsequence<float>(
-      input, [&](const AttentionInput<float>& valid) { return runHead(valid, std::nullopt, run, request, feedback); });
+std::vector<PlanResult<float>> runDenseOnCuda(const AttentionBatch<float>& heads, const DenseCudaRun& run,
+                                              const DeviceRequest& request, Feedback& feedback) {
+  for (const auto& h : heads) validateInput(h);
+  if (heads.empty()) return {};
+  for (const auto& h : heads)
+    if (!sameShapeAndMask(h, heads.front())) {  // not one layer's heads: one launch each
+      std::vector<PlanResult<float>> out;
+      for (const auto& one : heads) out.push_back(std::move(runDenseOnCuda({one}, run, request, feedback).front()));
+      return out;
+    }
+  const std::optional<Mask>& mask = heads.front().mask;
+  if (run.maskMode == MaskMode::KeepQueries || !mask || mask->all())
+    return runBatch(heads, run.maskMode == MaskMode::KeepQueries ? mask : std::nullopt, run, request, feedback);
+  // subsequence: the valid tokens of every head (one mask) in one launch, each result scattered back.
+  const std::vector<Eigen::Index> valid = validIndices(*mask);
+  AttentionBatch<float> compacted;
+  for (const auto& h : heads) {
+    AttentionInput<float> c;
+    c.Q = takeRows(h.Q, valid);
+    c.K = takeRows(h.K, valid);
+    if (h.V) c.V = takeRows(*h.V, valid);
+    compacted.push_back(std::move(c));
+  }
+  std::vector<PlanResult<float>> onValid = runBatch(compacted, std::nullopt, run, request, feedback);
+  std::vector<PlanResult<float>> out;
+  for (size_t h = 0; h < heads.size(); ++h)
+    out.push_back(runOnValidSubsequence<float>(heads[h], [&](const AttentionInput<float>&) { return onValid[h]; }));
+  return out;
 }
 
 }  // namespace tl

@@ -4,6 +4,8 @@
 // padded keys carry no mass; subsequence: the valid tokens are compacted and the result scattered back,
 // ops/subsequence.h), attention scale A = n_q·P, duals in score coordinates, the marginal errors after every
 // step. Only built with TL_CUDA; the registry lists the cuda backend only then.
+#include <vector>
+
 #include "common/attention_input.h"
 #include "common/feedback.h"
 #include "ops/device_path.h"
@@ -19,9 +21,10 @@ struct DenseCudaRun {
   MaskMode maskMode = MaskMode::Subsequence;
 };
 
-// Throws InvalidArgument (bad input), cuda::CudaError (no device, driver, memory, kernel fault; a
-// ResourceError) or Canceled. Device memory is released on every path.
-PlanResult<float> runDenseOnCuda(const AttentionInput<float>& input, const DenseCudaRun& run,
-                                 const DeviceRequest& request, Feedback& feedback);
+// A result per head, in order. Heads of equal shape and equal mask (the heads of one model layer) run in one
+// launch as one batch; others run one by one. Throws InvalidArgument (bad input), cuda::CudaError (no
+// device, driver, memory, kernel fault; a ResourceError) or Canceled. Device memory is released on every path.
+std::vector<PlanResult<float>> runDenseOnCuda(const AttentionBatch<float>& heads, const DenseCudaRun& run,
+                                              const DeviceRequest& request, Feedback& feedback);
 
 }  // namespace tl

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/attention_input.h"
 #include "common/feedback.h"
@@ -24,7 +25,9 @@ template <class P>
 struct CudaPath {
   // std::nullopt when these parameters run on the GPU, else why not (shown in the status bar and metrics).
   std::function<std::optional<std::string>(const P&)> unsupported;
-  std::function<PlanResult<float>(const AttentionInput<float>&, const P&, const DeviceRequest&, Feedback&)> run;
+  // Heads of equal shape and mask run in one launch (batch = B·H); a result per head, in order.
+  std::function<std::vector<PlanResult<float>>(const AttentionBatch<float>&, const P&, const DeviceRequest&, Feedback&)>
+      run;
 };
 
 }  // namespace tl

@@ -63,10 +63,10 @@ class FamilyOperator final : public Operator {
                                 : std::string("this TransportLens was built without CUDA (TL_CUDA=OFF)");
     return cuda_.unsupported ? cuda_.unsupported(typed_) : std::nullopt;
   }
-  PlanResult<float> runCuda(const AttentionInput<float>& input, const DeviceRequest& request,
-                            Feedback& feedback) const override {
+  std::vector<PlanResult<float>> runCuda(const AttentionBatch<float>& heads, const DeviceRequest& request,
+                                         Feedback& feedback) const override {
     if (const auto why = cudaUnsupported()) throw ResourceError(family_ + " cannot run on the GPU: " + *why);
-    return cuda_.run(input, typed_, request, feedback);
+    return cuda_.run(heads, typed_, request, feedback);
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/attention_input.h"
 #include "common/feedback.h"
@@ -28,11 +29,13 @@ class Operator {
   virtual bool structuredPlan() const = 0;
 
   // The CUDA backend (float32): std::nullopt when this operator runs on the GPU, else why not ("esp has no
-  // CUDA kernels yet", "this TransportLens was built without CUDA"). runCuda throws ResourceError with that
-  // reason when called anyway, cuda::CudaError (a ResourceError) for device failures, Canceled on cancel.
+  // CUDA kernels yet", "this TransportLens was built without CUDA"). runCuda takes the heads of one layer
+  // (equal shapes and masks run in one launch, batch = B·H) and returns a result per head; it throws
+  // ResourceError with the reason when called anyway, cuda::CudaError (a ResourceError) for device failures,
+  // Canceled on cancel.
   virtual std::optional<std::string> cudaUnsupported() const = 0;
-  virtual PlanResult<float> runCuda(const AttentionInput<float>& input, const DeviceRequest& request,
-                                    Feedback& feedback) const = 0;
+  virtual std::vector<PlanResult<float>> runCuda(const AttentionBatch<float>& heads, const DeviceRequest& request,
+                                                 Feedback& feedback) const = 0;
 };
 
 }  // namespace tl

@@ -8,19 +8,26 @@
 
 namespace tl {
 
+std::vector<PlanResult<double>> runOperatorBatch(const Operator& op, const AttentionBatch<double>& heads,
+                                                 Precision precision, DeviceChoice device, Feedback& feedback) {
+  const BackendChoice choice = chooseBackend(op, device);
+  std::vector<PlanResult<double>> results;
+  if (choice.backend == Backend::Cuda) {  // float32 on the device, one launch; plans stay there until asked for
+    AttentionBatch<float> narrow;
+    for (const auto& h : heads) narrow.push_back(h.cast<float>());
+    for (const auto& r : op.runCuda(narrow, DeviceRequest{}, feedback)) results.push_back(r.cast<double>());
+  } else {
+    for (const auto& h : heads)
+      results.push_back(precision == Precision::F64 ? op.run(h, feedback) : op.run(h.cast<float>(), feedback).cast<double>());
+  }
+  for (auto& r : results) r.backendNote = choice.note;
+  return results;
+}
+
 PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<double>& input, Precision precision,
                                DeviceChoice device, Feedback& feedback) {
   const auto op = OperatorRegistry::builtin().create(spec);
-  const BackendChoice choice = chooseBackend(*op, device);
-  PlanResult<double> r;
-  if (choice.backend == Backend::Cuda)  // float32 on the device; the dense plan stays there until asked for
-    r = op->runCuda(input.cast<float>(), DeviceRequest{}, feedback).cast<double>();
-  else if (precision == Precision::F64)
-    r = op->run(input, feedback);
-  else
-    r = op->run(input.cast<float>(), feedback).cast<double>();
-  r.backendNote = choice.note;
-  return r;
+  return runOperatorBatch(*op, {input}, precision, device, feedback).front();
 }
 
 namespace {
@@ -48,7 +55,7 @@ void swapIntoModel(SessionResult& r, Feedback& feedback) {
   std::map<int, OperatorSpec> swaps;
   for (int layer : r.swappedLayers) swaps[layer] = r.session.operators.front();
   feedback.setProgress(1.0, "model with the operator swapped in");
-  r.swapped = modelBackend().rerun(*r.model, r.swappedLayers.front(), swaps, feedback);
+  r.swapped = modelBackend().rerun(*r.model, r.swappedLayers.front(), swaps, feedback, r.session.device);
 }
 
 SessionResult runOn(const Session& session, const LoadedSource& source, Feedback& feedback) {

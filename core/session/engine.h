@@ -46,6 +46,10 @@ SessionResult runSession(const Session& session, Feedback& feedback = noFeedback
 // CPU ran although the GPU was asked for, why.
 PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<double>& input, Precision precision,
                                DeviceChoice device = DeviceChoice::Cpu, Feedback& feedback = noFeedback());
+// The heads of one layer (a model's swap path): on the GPU in one launch (batch = heads), on the CPU one by one.
+std::vector<PlanResult<double>> runOperatorBatch(const Operator& op, const AttentionBatch<double>& heads,
+                                                 Precision precision, DeviceChoice device,
+                                                 Feedback& feedback = noFeedback());
 
 class Engine {
  public:

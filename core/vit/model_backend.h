@@ -29,8 +29,9 @@ class ModelBackend {
   // Loads (or reuses) the checkpoint and runs it on the image. FileError/InvalidArgument as the readers say.
   virtual std::shared_ptr<const ModelRun> run(const ModelSourceSpec& source, Feedback& feedback) = 0;
   // `base` again from `fromLayer` on, with core operators at the layers in `swaps` (VitRunner::rerun).
+  // `device`: where the swapped operators run (session/backend_choice.h).
   virtual VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
-                         Feedback& feedback) = 0;
+                         Feedback& feedback, DeviceChoice device) = 0;
 };
 
 void installModelBackend(std::shared_ptr<ModelBackend> backend);

@@ -90,10 +90,10 @@ template PlanResult<double> sinkhornAttention(const AttentionInput<double>&, con
 void registerSinkhorn(OperatorRegistry& registry) {
   CudaPath<SinkhornParams> cuda;
 #ifdef TL_HAVE_CUDA
-  cuda.run = [](const AttentionInput<float>& input, const SinkhornParams& p, const DeviceRequest& request,
+  cuda.run = [](const AttentionBatch<float>& heads, const SinkhornParams& p, const DeviceRequest& request,
                 Feedback& feedback) {
     sinkhornParamBindings().check(p, "sinkhorn");
-    return runDenseOnCuda(input, {p.T, p.eps, false, p.maskMode}, request, feedback);
+    return runDenseOnCuda(heads, {p.T, p.eps, false, p.maskMode}, request, feedback);
   };
 #endif
   registry.add(familyInfo<SinkhornParams>(

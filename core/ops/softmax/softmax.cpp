@@ -37,8 +37,8 @@ template PlanResult<double> softmaxAttention(const AttentionInput<double>&, cons
 void registerSoftmax(OperatorRegistry& registry) {
   CudaPath<SoftmaxParams> cuda;
 #ifdef TL_HAVE_CUDA
-  cuda.run = [](const AttentionInput<float>& input, const SoftmaxParams& p, const DeviceRequest& request,
-                Feedback& feedback) { return runDenseOnCuda(input, {1, 1.0, true, p.maskMode}, request, feedback); };
+  cuda.run = [](const AttentionBatch<float>& heads, const SoftmaxParams& p, const DeviceRequest& request,
+                Feedback& feedback) { return runDenseOnCuda(heads, {1, 1.0, true, p.maskMode}, request, feedback); };
 #endif
   registry.add(familyInfo<SoftmaxParams>(
       {{"softmax", "Softmax", "row softmax of QKᵀ/√d (the T=1 Sinkhorn step): rows sum to 1, columns do not"},

@@ -164,7 +164,7 @@ TEST_P(BackendEquivalence, EveryCaseMatchesTheCpuReferenceWithinTheFloat32Error)
     const AttentionInput<double> in = inputFor(c, 1000 + uint64_t(checked));
     const PlanResult<double> f64 = op->run(in, noFeedback());
     const PlanResult<float> f32 = op->run(in.cast<float>(), noFeedback());
-    const PlanResult<float> gpu = op->runCuda(in.cast<float>(), DeviceRequest{}, noFeedback());
+    const PlanResult<float> gpu = op->runCuda({in.cast<float>()}, DeviceRequest{}, noFeedback()).front();
     ASSERT_EQ(gpu.backend, Backend::Cuda);
     ASSERT_EQ(gpu.plan.rows(), f64.plan.rows());
     ASSERT_EQ(gpu.uHistory.rows(), f64.uHistory.rows());
@@ -188,7 +188,7 @@ TEST_P(BackendEquivalence, ThePlanKeptOnTheGpuAnswersLikeItsDenseMatrix) {
   const auto op = registry.create(registry.parse(GetParam()));
   Case c{GetParam(), 300, 200, 32, false};
   const AttentionInput<float> in = inputFor(c, 7).cast<float>();
-  const PlanResult<float> gpu = op->runCuda(in, DeviceRequest{}, noFeedback());
+  const PlanResult<float> gpu = op->runCuda({in}, DeviceRequest{}, noFeedback()).front();
   EXPECT_FALSE(gpu.plan.isDense());
   const MatF A = gpu.plan.dense();
   const MatF W = test::gaussian(300, 3, 9).cast<float>();
@@ -206,6 +206,29 @@ TEST_P(BackendEquivalence, ThePlanKeptOnTheGpuAnswersLikeItsDenseMatrix) {
       ASSERT_NEAR(tiles.mean(r, col), block.mean(), 1e-5f * std::max(1.f, block.maxCoeff())) << r << "," << col;
       ASSERT_NEAR(tiles.max(r, col), block.maxCoeff(), 1e-5f * std::max(1.f, block.maxCoeff())) << r << "," << col;
     }
+}
+
+// The heads of one layer run in one launch (batch = heads); each equals its own run, bit for bit, with and
+// without padding (subsequence compacts every head by the shared mask, keep-queries masks the keys). Bit for
+// bit because 40 keys fit one key tile: the launch choices that depend on the batch (key splits) cannot
+// reorder a sum here.
+TEST_P(BackendEquivalence, OneLaunchForALayersHeadsEqualsOneLaunchPerHead) {
+  const auto& registry = OperatorRegistry::builtin();
+  for (const auto& mode : registry.get(GetParam()).schema.find("mask_mode")->choices) {
+    SCOPED_TRACE(mode);
+    const auto op = registry.create(registry.parse(GetParam() + ":mask_mode=" + mode));
+    AttentionBatch<float> heads;
+    for (int h = 0; h < 4; ++h) heads.push_back(inputFor({GetParam(), 40, 40, 16, true}, 50 + 3 * uint64_t(h)).cast<float>());
+    const std::vector<PlanResult<float>> batched = op->runCuda(heads, DeviceRequest{}, noFeedback());
+    ASSERT_EQ(batched.size(), heads.size());
+    for (size_t h = 0; h < heads.size(); ++h) {
+      const PlanResult<float> alone = op->runCuda({heads[h]}, DeviceRequest{}, noFeedback()).front();
+      EXPECT_TRUE(test::matricesIdentical(batched[h].plan.dense(), alone.plan.dense())) << "head " << h;
+      EXPECT_TRUE(test::matricesIdentical(*batched[h].output, *alone.output)) << "head " << h;
+      EXPECT_TRUE(test::matricesIdentical(batched[h].uHistory, alone.uHistory)) << "head " << h;
+      EXPECT_EQ(batched[h].errors.colMax, alone.errors.colMax) << "head " << h;
+    }
+  }
 }
 
 std::vector<std::string> familiesOnCuda() { return OperatorRegistry::builtin().familiesOn(Backend::Cuda); }

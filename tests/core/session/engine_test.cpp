@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "cuda/backend.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "ops/softmax/softmax.h"
 #include "support/test_util.h"
@@ -67,6 +68,36 @@ TEST(RunSession, Float32PrecisionRunsInFloat) {
   // ... and it is not the float64 result (which differs in the last float bits somewhere).
   EXPECT_GT((r.runs[0].result.plan.dense() - sinkhornAttention(input, p).plan.dense()).cwiseAbs().maxCoeff(), 0.0);
   EXPECT_TRUE(matricesNear(runOperator(s.operators[0], input, Precision::F32).plan.dense(), expected, 0.0));
+}
+
+// The device choice: cpu runs the reference; a family without CUDA kernels (or a machine without a GPU) runs on
+// the CPU under auto and says why; cuda without a usable GPU is an error, not a silent fallback.
+TEST(RunSession, TheDeviceChoiceIsNeverSilent) {
+  const auto input = loadSource(SourceSpec::parse("synthetic:gaussian:n=16,d=4,seed=2")).attention();
+  const OperatorSpec esp = OperatorRegistry::builtin().parse("esp");
+  const PlanResult<double> cpu = runOperator(esp, input, Precision::F64, DeviceChoice::Cpu);
+  EXPECT_EQ(cpu.backend, Backend::Cpu);
+  EXPECT_TRUE(cpu.backendNote.empty());
+  const PlanResult<double> automatic = runOperator(esp, input, Precision::F64, DeviceChoice::Auto);
+  EXPECT_EQ(automatic.backend, Backend::Cpu) << "esp has no CUDA kernels";
+  EXPECT_FALSE(automatic.backendNote.empty());
+  EXPECT_TRUE(test::matricesIdentical(automatic.plan.dense(), cpu.plan.dense()));
+  if (backendInfo().cudaDevices == 0) {
+    EXPECT_TRUE(test::throwsWith<ResourceError>(
+        [&] { (void)runOperator(OperatorRegistry::builtin().parse("sinkhorn"), input, Precision::F64, DeviceChoice::Cuda); },
+        {"device cuda", "device cpu"}));
+  }
+}
+
+// The heads of a layer: one result per head, each what the operator gives that head alone.
+TEST(RunSession, ABatchOfHeadsGivesEachHeadsOwnResult) {
+  const auto op = OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse("sinkhorn:T=5"));
+  AttentionBatch<double> heads;
+  for (uint64_t seed : {3, 4, 5}) heads.push_back(loadSource(SourceSpec::parse("synthetic:gaussian:n=12,d=4,seed=" + std::to_string(seed))).attention());
+  const auto results = runOperatorBatch(*op, heads, Precision::F64, DeviceChoice::Cpu);
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t h = 0; h < heads.size(); ++h)
+    EXPECT_TRUE(test::matricesIdentical(results[h].plan.dense(), op->run(heads[h], noFeedback()).plan.dense())) << h;
 }
 
 // Compare sessions carry each plan's analysis and its distance to the first, computed off the GUI thread;

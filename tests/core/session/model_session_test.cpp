@@ -36,12 +36,15 @@ class StandInBackend : public ModelBackend {
     run->trace.logits = VecD::LinSpaced(3, 0, 1);
     return run;
   }
-  VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps, Feedback&) override {
+  VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps, Feedback&,
+                 DeviceChoice device) override {
     lastFrom = fromLayer;
     lastSwaps = swaps;
+    lastDevice = device;
     return base.trace;
   }
   int lastFrom = -1;
+  DeviceChoice lastDevice = DeviceChoice::Cpu;
   std::map<int, OperatorSpec> lastSwaps;
 };
 
@@ -84,6 +87,13 @@ TEST_F(ModelSession, SwapScopeChoosesTheLayersThatRunThePrimaryOperator) {
     ASSERT_EQ(backend_->lastSwaps.size(), c.layers.size());
     for (const auto& [layer, spec] : backend_->lastSwaps) EXPECT_EQ(spec.toString(), r.session.operators[0].toString());
   }
+}
+
+TEST_F(ModelSession, TheSessionsDeviceReachesTheModelsSwapPath) {
+  Session s = session("model:checkpoint=ckpt,layer=1,head=0", SwapScope::Layer);
+  s.device = DeviceChoice::Auto;
+  (void)runSession(s);
+  EXPECT_EQ(backend_->lastDevice, DeviceChoice::Auto) << "the swapped layer's heads run where the session says";
 }
 
 TEST_F(ModelSession, IndicesOutsideTheModelNameTheValidRange) {
