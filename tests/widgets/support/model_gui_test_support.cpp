@@ -1,4 +1,4 @@
-#include "model_gui_test_support.h"
+#include "support/model_gui_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "gui_test_support.h"
 #include "model/vit_model_backend.h"
+#include "support/gui_test_support.h"
 #include "support/two_class_fashion_mnist.h"
 
 namespace tl::test {

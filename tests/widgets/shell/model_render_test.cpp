@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "gui_test_support.h"
-#include "model_gui_test_support.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
+#include "support/model_gui_test_support.h"
 #include "widgets/shell/figure_export.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/shell/view_factory.h"

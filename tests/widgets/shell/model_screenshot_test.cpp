@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "gui_test_support.h"
 #include "model/training/training_run.h"
-#include "model_gui_test_support.h"
+#include "support/gui_test_support.h"
+#include "support/model_gui_test_support.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/views/cls_map_view.h"
 #include "widgets/views/prediction_view.h"

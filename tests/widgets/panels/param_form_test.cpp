@@ -10,9 +10,9 @@
 #include <cmath>
 
 #include "data/synthetic.h"
-#include "gui_test_support.h"
 #include "ops/registry.h"
 #include "session/source.h"
+#include "support/gui_test_support.h"
 #include "widgets/panels/param_form.h"
 
 namespace tl {

@@ -7,8 +7,8 @@
 #include <QSlider>
 #include <gtest/gtest.h>
 
-#include "gui_test_support.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
 #include "widgets/panels/operator_panel.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/views/plan_heatmap_view.h"

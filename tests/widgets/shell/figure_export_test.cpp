@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "common/errors.h"
-#include "gui_test_support.h"
 #include "io/npy.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
 #include "widgets/shell/figure_export.h"
 #include "widgets/shell/session_files.h"
 #include "widgets/shell/x_display.h"

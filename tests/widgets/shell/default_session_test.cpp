@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "model/vit_model_backend.h"
-#include "model_gui_test_support.h"
 #include "session/engine.h"
+#include "support/model_gui_test_support.h"
 #include "vit/model_backend.h"
 #include "widgets/shell/session_files.h"
 

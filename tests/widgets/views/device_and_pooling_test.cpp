@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda/backend.h"
-#include "gui_test_support.h"
+#include "support/gui_test_support.h"
 #include "widgets/panels/operator_panel.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/views/plan_heatmap_view.h"

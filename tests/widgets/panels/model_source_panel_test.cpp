@@ -17,8 +17,8 @@
 
 #include <filesystem>
 
-#include "gui_test_support.h"
-#include "model_gui_test_support.h"
+#include "support/gui_test_support.h"
+#include "support/model_gui_test_support.h"
 #include "widgets/panels/image_strip.h"
 #include "widgets/panels/model_source_page.h"
 #include "widgets/panels/source_panel.h"

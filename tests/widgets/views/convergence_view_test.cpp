@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
-#include "gui_test_support.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
 #include "widgets/views/convergence_view.h"
 
 namespace tl {

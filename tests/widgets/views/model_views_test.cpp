@@ -9,8 +9,8 @@
 #include <cmath>
 
 #include "analysis/cls_maps.h"
-#include "gui_test_support.h"
-#include "model_gui_test_support.h"
+#include "support/gui_test_support.h"
+#include "support/model_gui_test_support.h"
 #include "widgets/panels/operator_form.h"
 #include "widgets/panels/operator_panel.h"
 #include "widgets/panels/source_panel.h"

@@ -3,9 +3,9 @@
 #include <QCheckBox>
 #include <gtest/gtest.h>
 
-#include "gui_test_support.h"
 #include "ops/esp/esp.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
 #include "widgets/vtk/cloud3d_view.h"
 #include "widgets/vtk/cloud_scene.h"
 

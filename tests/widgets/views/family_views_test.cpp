@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/summary.h"
-#include "gui_test_support.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
 #include "widgets/panels/operator_form.h"
 #include "widgets/panels/operator_panel.h"
 #include "widgets/shell/main_window.h"

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "gui_test_support.h"
 #include "session/engine.h"
+#include "support/gui_test_support.h"
 #include "widgets/vtk/cloud3d_view.h"
 
 namespace tl {
