@@ -7,8 +7,8 @@
 #include "cuda/sinkhorn_cuda.h"
 #include "cuda/softmax_cuda.h"
 #include "ops/sinkhorn/sinkhorn.h"
+#include "ops/device_batches.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
-#include "ops/subsequence.h"
 
 namespace tl {
 namespace {
@@ -153,43 +153,18 @@ std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, cons
   return results;
 }
 
-bool sameShapeAndMask(const AttentionInput<float>& a, const AttentionInput<float>& b) {
-  const bool shapes = a.Q.rows() == b.Q.rows() && a.K.rows() == b.K.rows() && a.Q.cols() == b.Q.cols() &&
-                      bool(a.V) == bool(b.V) && (!a.V || a.V->cols() == b.V->cols());
-  const bool masks = bool(a.mask) == bool(b.mask) && (!a.mask || (*a.mask == *b.mask).all());
-  return shapes && masks;
-}
-
 }  // namespace
+
+const DenseKernels& cudaDenseKernels() {
+  static const DenseKernels kernels{cuda::sinkhornCuda, cuda::planFromDualsCuda};
+  return kernels;
+}
 
 std::vector<PlanResult<float>> runDenseOnCuda(const AttentionBatch<float>& heads, const DenseCudaRun& run,
                                               const DeviceRequest& request, Feedback& feedback) {
-  for (const auto& h : heads) validateInput(h);
-  if (heads.empty()) return {};
-  for (const auto& h : heads)
-    if (!sameShapeAndMask(h, heads.front())) {  // not one layer's heads: one launch each
-      std::vector<PlanResult<float>> out;
-      for (const auto& one : heads) out.push_back(std::move(runDenseOnCuda({one}, run, request, feedback).front()));
-      return out;
-    }
-  const std::optional<Mask>& mask = heads.front().mask;
-  if (run.maskMode == MaskMode::KeepQueries || !mask || mask->all())
-    return runBatch(heads, run.maskMode == MaskMode::KeepQueries ? mask : std::nullopt, run, request, feedback);
-  // subsequence: the valid tokens of every head (one mask) in one launch, each result scattered back.
-  const std::vector<Eigen::Index> valid = validIndices(*mask);
-  AttentionBatch<float> compacted;
-  for (const auto& h : heads) {
-    AttentionInput<float> c;
-    c.Q = takeRows(h.Q, valid);
-    c.K = takeRows(h.K, valid);
-    if (h.V) c.V = takeRows(*h.V, valid);
-    compacted.push_back(std::move(c));
-  }
-  std::vector<PlanResult<float>> onValid = runBatch(compacted, std::nullopt, run, request, feedback);
-  std::vector<PlanResult<float>> out;
-  for (size_t h = 0; h < heads.size(); ++h)
-    out.push_back(runOnValidSubsequence<float>(heads[h], [&](const AttentionInput<float>&) { return onValid[h]; }));
-  return out;
+  return runInDeviceBatches(heads, run.maskMode, [&](const AttentionBatch<float>& batch, const std::optional<Mask>& keyMask) {
+    return runBatch(batch, keyMask, run, request, feedback);
+  });
 }
 
 }  // namespace tl

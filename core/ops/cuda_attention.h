@@ -8,6 +8,7 @@
 
 #include "common/attention_input.h"
 #include "common/feedback.h"
+#include "ops/device_kernels.h"
 #include "ops/device_path.h"
 #include "ops/mask_mode.h"
 #include "ops/plan_result.h"
@@ -26,5 +27,8 @@ struct DenseCudaRun {
 // device, driver, memory, kernel fault; a ResourceError) or Canceled. Device memory is released on every path.
 std::vector<PlanResult<float>> runDenseOnCuda(const AttentionBatch<float>& heads, const DenseCudaRun& run,
                                               const DeviceRequest& request, Feedback& feedback);
+
+// The GPU's dense kernels, for the families whose device path orchestrates them (ops/device_kernels.h).
+const DenseKernels& cudaDenseKernels();
 
 }  // namespace tl

@@ -10,8 +10,14 @@
 #include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/lot/lot_coupling.h"
+#include "ops/lot/lot_steps.h"
 #include "ops/lot/low_rank_plan.h"
 #include "ops/subsequence.h"
+
+#ifdef TL_HAVE_CUDA
+#include "ops/cuda_attention.h"
+#include "ops/lot/lot_device.h"
+#endif
 
 namespace tl {
 namespace {
@@ -27,9 +33,27 @@ void validateParams(const LotParams& p) {
                           "; set pivot_init=file (or auto) to use them, or leave pivots out");
 }
 
-// The pivot measure for the (valid) tokens of one run (lot_pivots.h).
+// Both problems on an input without padding, on the CPU.
 template <class T>
-LotPivots resolvePivots(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
+PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
+  const auto start = std::chrono::steady_clock::now();
+  const LotPivots pivots = lotPivotsFor(valid, p, feedback);
+  const LotCoupling<T> c = solveLotCoupling<T>(valid.Q, valid.K, pivots.locations.template cast<T>(),
+                                               logPivotMasses<T>(pivots.massLogits, p.massTemp), p.eps, p.T,
+                                               /*trackErrors=*/true, feedback);
+  PlanResult<T> r = lotResult(c, pivots, valid.V ? std::optional<Mat<T>>(c.apply(*valid.V)) : std::nullopt);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace
+
+template <class T>
+LotPivots lotPivotsFor(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
+  const int n = std::min(valid.nQueries(), valid.nKeys());
+  if (p.r > n)
+    throw InvalidArgument("lot: r = " + std::to_string(p.r) + " pivots exceed n = " + std::to_string(n) +
+                          " (valid) tokens; choose r <= " + std::to_string(n));
   LotPivots pivots;
   switch (resolvedPivotInit(p)) {
     case PivotInit::Auto:  // resolvedPivotInit never returns Auto
@@ -54,36 +78,11 @@ LotPivots resolvePivots(const AttentionInput<T>& valid, const LotParams& p, Feed
 }
 
 template <class T>
-struct LotSolution {
-  LotPivots pivots;
-  LotCoupling<T> coupling;
-};
-
-// Both problems on an input without padding.
-template <class T>
-LotSolution<T> solveOnValid(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
-  const int n = std::min(valid.nQueries(), valid.nKeys());
-  if (p.r > n)
-    throw InvalidArgument("lot: r = " + std::to_string(p.r) + " pivots exceed n = " + std::to_string(n) +
-                          " (valid) tokens; choose r <= " + std::to_string(n));
-  LotSolution<T> s;
-  s.pivots = resolvePivots(valid, p, feedback);
-  s.coupling = solveLotCoupling<T>(valid.Q, valid.K, s.pivots.locations.template cast<T>(),
-                                   logPivotMasses<T>(s.pivots.massLogits, p.massTemp), p.eps, p.T,
-                                   /*trackErrors=*/true, feedback);
-  return s;
-}
-
-template <class T>
-PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
-  const auto start = std::chrono::steady_clock::now();
-  const LotSolution<T> s = solveOnValid(valid, p, feedback);
-  const LotCoupling<T>& c = s.coupling;
-
+PlanResult<T> lotResult(const LotCoupling<T>& c, const LotPivots& pivots, std::optional<Mat<T>> output) {
   // The plan stays factored (low_rank_plan.h): nothing n×n unless a view asks.
   PlanResult<T> r;
   r.plan = Plan<T>(std::make_shared<const LowRankPlan<T>>(c));
-  if (valid.V) r.output = c.apply(*valid.V);
+  r.output = std::move(output);
   r.errorHistory = c.errorHistory;
   r.errors = c.errorHistory.back();
   r.rowTarget = c.rowTarget();
@@ -91,26 +90,22 @@ PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Fee
   r.extras["lot_P1"] = c.P1;
   r.extras["lot_P2"] = c.P2;
   r.extras["lot_pivot_masses"] = c.logw.array().exp().matrix();
-  r.extras["lot_pivots"] = s.pivots.locations.template cast<T>();
+  r.extras["lot_pivots"] = pivots.locations.template cast<T>();
   r.extras["lot_u1"] = c.u1;
   r.extras["lot_v1"] = c.v1;
   r.extras["lot_u2"] = c.u2;
   r.extras["lot_v2"] = c.v2;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
-// Padded tokens: zero rows of P1, zero columns of P2 and potentials u1, v2 set to 0
-// (docs/operators/lot.md#masks).
 template <class T>
-void padExtras(PlanResult<T>& r, const Mask& mask) {
+void padLotExtras(PlanResult<T>& r, const Mask& mask) {
   const auto idx = validIndices(mask);
   const Eigen::Index n = mask.size();
   for (const char* name : {"lot_P1", "lot_u1", "lot_v2"}) r.extras[name] = scatterRows<T>(r.extras[name], idx, n);
   r.extras["lot_P2"] = scatterRows<T>(r.extras["lot_P2"].transpose(), idx, n).transpose();
 }
 
-}  // namespace
 
 const ParamBindings<LotParams>& lotParamBindings() {
   static const ParamBindings<LotParams> bindings = [] {
@@ -170,7 +165,7 @@ PlanResult<T> lotAttention(const AttentionInput<T>& input, const LotParams& para
   validateInput(input);
   PlanResult<T> r = runOnValidSubsequence<T>(
       input, [&](const AttentionInput<T>& valid) { return lotOnValid(valid, params, feedback); });
-  if (input.mask && !input.mask->all()) padExtras(r, *input.mask);
+  if (input.mask && !input.mask->all()) padLotExtras(r, *input.mask);
   return r;
 }
 
@@ -183,14 +178,28 @@ Mat<T> lotOutput(const AttentionInput<T>& input, const LotParams& params, Feedba
 template PlanResult<float> lotAttention(const AttentionInput<float>&, const LotParams&, Feedback&);
 template PlanResult<double> lotAttention(const AttentionInput<double>&, const LotParams&, Feedback&);
 template Mat<float> lotOutput(const AttentionInput<float>&, const LotParams&, Feedback&);
+template LotPivots lotPivotsFor(const AttentionInput<float>&, const LotParams&, Feedback&);
+template LotPivots lotPivotsFor(const AttentionInput<double>&, const LotParams&, Feedback&);
+template PlanResult<float> lotResult(const LotCoupling<float>&, const LotPivots&, std::optional<MatF>);
+template PlanResult<double> lotResult(const LotCoupling<double>&, const LotPivots&, std::optional<MatD>);
+template void padLotExtras(PlanResult<float>&, const Mask&);
+template void padLotExtras(PlanResult<double>&, const Mask&);
 template Mat<double> lotOutput(const AttentionInput<double>&, const LotParams&, Feedback&);
 
 void registerLot(OperatorRegistry& registry) {
+  CudaPath<LotParams> cuda;
+#ifdef TL_HAVE_CUDA
+  // The factors are n × r each way, so a dense request changes nothing on the device.
+  cuda.run = [](const AttentionBatch<float>& heads, const LotParams& p, const DeviceRequest&, Feedback& feedback) {
+    return lotOnDevice(heads, p, cudaDenseKernels(), feedback);
+  };
+#endif
   registry.add(familyInfo<LotParams>(
       {{"lot", "LOT", "low-rank doubly stochastic attention through r pivots (two entropic problems, glued)"},
        lotParamBindings(),
        {Backend::Torch},
-       [](const LotParams&) { return true; }},
+       [](const LotParams&) { return true; },
+       cuda},
       [](const auto& input, const LotParams& p, Feedback& f) { return lotAttention(input, p, f); }));
 }
 

@@ -36,17 +36,6 @@ class EntropicProblem {
   Vec<T> ut_, vt_;
 };
 
-// Marginal errors of A = n_q·P1 diag(1/w) P2 from its factors in O(n r) (docs/operators/lot.md#outputs):
-// A 1 = n_q·P1 (P2 1 / w), 1ᵀA = n_q·(P1ᵀ1 / w)ᵀ P2.
-template <class T>
-MarginalErrors composedErrors(const LotCoupling<T>& c) {
-  const Vec<T> invw = (-c.logw.array()).exp().matrix();
-  const T nq = T(c.P1.rows());
-  const Vec<T> rowSums = nq * (c.P1 * invw.cwiseProduct(c.P2.rowwise().sum()));
-  const Vec<T> colSums = nq * (c.P2.transpose() * invw.cwiseProduct(c.P1.colwise().sum().transpose()));
-  return marginalErrorsFromSums<T>(rowSums, c.rowTarget(), colSums, c.colTarget());
-}
-
 }  // namespace
 
 template <class T>
@@ -79,6 +68,16 @@ Vec<T> LotCoupling<T>::colTarget() const {
   return Vec<T>::Constant(P2.cols(), T(P1.rows()) / T(P2.cols()));
 }
 
+// A 1 = n_q·P1 (P2 1 / w), 1ᵀA = n_q·(P1ᵀ1 / w)ᵀ P2.
+template <class T>
+MarginalErrors LotCoupling<T>::errors() const {
+  const Vec<T> invw = (-logw.array()).exp().matrix();
+  const T nq = T(P1.rows());
+  const Vec<T> rowSums = nq * (P1 * invw.cwiseProduct(P2.rowwise().sum()));
+  const Vec<T> colSums = nq * (P2.transpose() * invw.cwiseProduct(P1.colwise().sum().transpose()));
+  return marginalErrorsFromSums<T>(rowSums, rowTarget(), colSums, colTarget());
+}
+
 template <class T>
 LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& Z, const Vec<T>& logw, double eps,
                                 int budget, bool trackErrors, Feedback& feedback) {
@@ -101,7 +100,7 @@ LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
       c.P1 = toPivots.plan();
       c.P2 = fromPivots.plan();
     }
-    if (trackErrors) c.errorHistory.push_back(composedErrors(c));
+    if (trackErrors) c.errorHistory.push_back(c.errors());
     feedback.setProgress(double(t) / budget, "lot");
   }
   c.u1 = toPivots.u(e);

@@ -29,6 +29,8 @@ struct LotCoupling {
   Mat<T> applyTransposed(const Mat<T>& W) const;
   // A = n_q · P1 diag(1/w) P2, n_q × n_k, for display and the dense checks.
   Mat<T> dense() const;
+  // Marginal errors of A from the factors in O(n r), never forming A (docs/operators/lot.md#outputs).
+  MarginalErrors errors() const;
   // Attention-scale targets: rows 1, columns n_q/n_k (1 when square).
   Vec<T> rowTarget() const;
   Vec<T> colTarget() const;

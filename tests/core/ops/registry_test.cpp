@@ -136,8 +136,9 @@ TEST(Registry, BackendAxis) {
   }
   EXPECT_EQ(reg().familiesOn(Backend::Cpu).size(), reg().families().size());
   EXPECT_EQ(reg().familiesOn(Backend::Torch), (std::vector<std::string>{"softmax", "sinkhorn", "esp", "lot"}));
-  // CUDA kernels exist for the dense log-domain families; the others say why they run on the CPU.
-  const std::vector<std::string> withKernels = {"softmax", "sinkhorn"};
+  // CUDA kernels exist for the dense log-domain families and LOT (two rectangular problems of the same
+  // kernels); the others say why they run on the CPU.
+  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "lot"};
   EXPECT_EQ(reg().familiesOn(Backend::Cuda), cudaKernelsBuilt() ? withKernels : std::vector<std::string>{});
   const auto esp = reg().create(reg().parse("esp"));
   ASSERT_TRUE(esp->cudaUnsupported().has_value());

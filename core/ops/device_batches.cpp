@@ -1,0 +1,47 @@
+#include "ops/device_batches.h"
+
+#include "ops/subsequence.h"
+
+namespace tl {
+namespace {
+
+bool sameShapeAndMask(const AttentionInput<float>& a, const AttentionInput<float>& b) {
+  const bool shapes = a.Q.rows() == b.Q.rows() && a.K.rows() == b.K.rows() && a.Q.cols() == b.Q.cols() &&
+                      bool(a.V) == bool(b.V) && (!a.V || a.V->cols() == b.V->cols());
+  const bool masks = bool(a.mask) == bool(b.mask) && (!a.mask || (*a.mask == *b.mask).all());
+  return shapes && masks;
+}
+
+}  // namespace
+
+std::vector<PlanResult<float>> runInDeviceBatches(const AttentionBatch<float>& heads, MaskMode mode,
+                                                  const DeviceLaunch& launch) {
+  for (const auto& h : heads) validateInput(h);
+  if (heads.empty()) return {};
+  for (const auto& h : heads)
+    if (!sameShapeAndMask(h, heads.front())) {  // not one layer's heads: one launch each
+      std::vector<PlanResult<float>> out;
+      for (const auto& one : heads) out.push_back(std::move(runInDeviceBatches({one}, mode, launch).front()));
+      return out;
+    }
+  const std::optional<Mask>& mask = heads.front().mask;
+  if (!mask || mask->all()) return launch(heads, std::nullopt);
+  if (mode == MaskMode::KeepQueries) return launch(heads, mask);
+  // subsequence: the valid tokens of every head (one mask) in one launch, each result scattered back.
+  const std::vector<Eigen::Index> valid = validIndices(*mask);
+  AttentionBatch<float> compacted;
+  for (const auto& h : heads) {
+    AttentionInput<float> c;
+    c.Q = takeRows(h.Q, valid);
+    c.K = takeRows(h.K, valid);
+    if (h.V) c.V = takeRows(*h.V, valid);
+    compacted.push_back(std::move(c));
+  }
+  std::vector<PlanResult<float>> onValid = launch(compacted, std::nullopt);
+  std::vector<PlanResult<float>> out;
+  for (size_t h = 0; h < heads.size(); ++h)
+    out.push_back(runOnValidSubsequence<float>(heads[h], [&](const AttentionInput<float>&) { return onValid[h]; }));
+  return out;
+}
+
+}  // namespace tl

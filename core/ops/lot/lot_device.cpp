@@ -1,0 +1,170 @@
+#include "ops/lot/lot_device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "ops/device_batches.h"
+#include "ops/lot/lot_coupling.h"
+#include "ops/lot/lot_steps.h"
+
+namespace tl {
+namespace {
+
+// Row-major [batch][rows][cols] of a list of equally shaped matrices (Eigen's Mat is row-major).
+template <class M>
+std::vector<float> stacked(const std::vector<M>& matrices) {
+  std::vector<float> all;
+  for (const auto& m : matrices) all.insert(all.end(), m.data(), m.data() + m.size());
+  return all;
+}
+
+MatF block(const std::vector<float>& all, size_t index, Eigen::Index rows, Eigen::Index cols) {
+  return Eigen::Map<const MatF>(all.data() + index * size_t(rows * cols), rows, cols);
+}
+
+Vec<float> vectorBlock(const std::vector<float>& all, size_t index, Eigen::Index n) {
+  return Eigen::Map<const Vec<float>>(all.data() + index * size_t(n), n);
+}
+
+// One of LOT's two problems for every head of a launch: rows `from` against columns `to`, transport scale.
+struct Problem {
+  std::vector<float> rows, cols, values;  // [batch][n][d] each; values optional
+  // dv = 0: the problem without its values (plans only).
+  cuda::AttentionProblem problem(int batch, int nRows, int nCols, int d, int dv, const Vec<float>& logMu,
+                                 const Vec<float>& logNu) const {
+    cuda::AttentionProblem p;
+    p.batch = batch;
+    p.nq = nRows;
+    p.nk = nCols;
+    p.d = d;
+    p.q = rows.data();
+    p.k = cols.data();
+    if (dv > 0) {
+      p.v = values.data();
+      p.dv = dv;
+    }
+    p.logMu.assign(logMu.data(), logMu.data() + logMu.size());
+    p.logNu.assign(logNu.data(), logNu.data() + logNu.size());
+    p.scale = 1.f;  // P itself: the factors are kept in transport scale
+    return p;
+  }
+};
+
+// The duals of every head after single normalisation t (0-based) from a run's histories [batch][T][n].
+std::vector<float> dualsAtStep(const std::vector<float>& history, int batch, int steps, int t, int n) {
+  std::vector<float> out;
+  for (int h = 0; h < batch; ++h) {
+    const auto first = history.begin() + long((size_t(h) * size_t(steps) + size_t(t)) * size_t(n));
+    out.insert(out.end(), first, first + n);
+  }
+  return out;
+}
+
+// Heads without padding whose pivot masses agree: both problems as one launch each.
+std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, const std::vector<LotPivots>& pivots,
+                                        const LotParams& p, const DenseKernels& kernels, Feedback& feedback) {
+  const auto start = std::chrono::steady_clock::now();
+  const int batch = int(heads.size());
+  const int nq = int(heads.front().Q.rows()), nk = int(heads.front().K.rows()), d = int(heads.front().Q.cols());
+  const int r = int(pivots.front().locations.rows());
+  const int dv = heads.front().V ? int(heads.front().V->cols()) : 0;
+  const Vec<float> logw = logPivotMasses<float>(pivots.front().massLogits, p.massTemp);
+  const Vec<float> logQueries = Vec<float>::Constant(nq, -std::log(float(nq)));  // a = 1/n_q
+  const Vec<float> logKeys = Vec<float>::Constant(nk, -std::log(float(nk)));     // b = 1/n_k
+
+  std::vector<MatF> Q, K, Z, V;
+  for (int h = 0; h < batch; ++h) {
+    Q.push_back(heads[size_t(h)].Q);
+    K.push_back(heads[size_t(h)].K);
+    Z.push_back(pivots[size_t(h)].locations.cast<float>());
+    if (dv) V.push_back(*heads[size_t(h)].V);
+  }
+  cuda::CudaOptions options;
+  options.plan = true;  // the n × r factors, for the views and the errors
+  options.histories = true;
+  options.errors = false;  // the errors that matter are those of the glued plan A, below
+  options.canceled = [&feedback] { return feedback.isCanceled(); };
+  const cuda::SinkhornCudaParams loop{p.T, p.eps};
+
+  // (2) pivots → keys, on S2 = Z Kᵀ/√d; with V it also returns P2·V.
+  Problem fromPivots{stacked(Z), stacked(K), dv ? stacked(V) : std::vector<float>{}};
+  const cuda::AttentionProblem second = fromPivots.problem(batch, r, nk, d, dv, logw, logKeys);
+  const cuda::CudaAttentionResult g2 = kernels.sinkhorn(second, loop, options);
+  feedback.setProgress(0.4, "lot");
+
+  // (1) queries → pivots, on S1 = Q Zᵀ/√d; with V its output is P1·(diag(1/w)·P2·V).
+  std::vector<MatF> weighted;
+  const Vec<float> invw = (-logw.array()).exp().matrix();
+  for (int h = 0; h < batch && dv; ++h) weighted.push_back(invw.asDiagonal() * block(g2.output, size_t(h), r, dv));
+  Problem toPivots{stacked(Q), stacked(Z), dv ? stacked(weighted) : std::vector<float>{}};
+  const cuda::AttentionProblem first = toPivots.problem(batch, nq, r, d, dv, logQueries, logw);
+  const cuda::CudaAttentionResult g1 = kernels.sinkhorn(first, loop, options);
+  feedback.setProgress(0.8, "lot");
+
+  std::vector<LotCoupling<float>> couplings(heads.size());
+  for (int h = 0; h < batch; ++h) {
+    LotCoupling<float>& c = couplings[size_t(h)];
+    c.logw = logw;
+    c.u1 = vectorBlock(g1.u, size_t(h), nq);
+    c.v1 = vectorBlock(g1.v, size_t(h), r);
+    c.u2 = vectorBlock(g2.u, size_t(h), r);
+    c.v2 = vectorBlock(g2.v, size_t(h), nk);
+  }
+  // Errors of A after every step but the last from the factors of that step; the last from the final ones.
+  cuda::CudaOptions factorsOnly;
+  factorsOnly.plan = true;
+  factorsOnly.errors = false;
+  const cuda::AttentionProblem firstPlain = toPivots.problem(batch, nq, r, d, 0, logQueries, logw);
+  const cuda::AttentionProblem secondPlain = fromPivots.problem(batch, r, nk, d, 0, logw, logKeys);
+  for (int t = 0; t + 1 < p.T; ++t) {
+    feedback.throwIfCanceled();
+    const auto P1 = kernels.planFromDuals(firstPlain, dualsAtStep(g1.uHistory, batch, p.T, t, nq),
+                                            dualsAtStep(g1.vHistory, batch, p.T, t, r), p.eps, factorsOnly);
+    const auto P2 = kernels.planFromDuals(secondPlain, dualsAtStep(g2.uHistory, batch, p.T, t, r),
+                                            dualsAtStep(g2.vHistory, batch, p.T, t, nk), p.eps, factorsOnly);
+    for (int h = 0; h < batch; ++h) {
+      LotCoupling<float>& c = couplings[size_t(h)];
+      c.P1 = block(P1.plan, size_t(h), nq, r);
+      c.P2 = block(P2.plan, size_t(h), r, nk);
+      c.errorHistory.push_back(c.errors());
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<PlanResult<float>> results;
+  for (int h = 0; h < batch; ++h) {
+    LotCoupling<float>& c = couplings[size_t(h)];
+    c.P1 = block(g1.plan, size_t(h), nq, r);
+    c.P2 = block(g2.plan, size_t(h), r, nk);
+    c.errorHistory.push_back(c.errors());
+    std::optional<MatF> output;
+    if (dv) output = float(nq) * block(g1.output, size_t(h), nq, dv);
+    PlanResult<float> result = lotResult(c, pivots[size_t(h)], std::move(output));
+    result.seconds = seconds;  // the launches' wall time, shared by their heads
+    result.backend = Backend::Cuda;
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<PlanResult<float>> lotOnDevice(const AttentionBatch<float>& heads, const LotParams& params,
+                                           const DenseKernels& kernels, Feedback& feedback) {
+  std::vector<PlanResult<float>> results =
+      runInDeviceBatches(heads, params.maskMode, [&](const AttentionBatch<float>& batch, const std::optional<Mask>&) {
+        std::vector<LotPivots> pivots;
+        for (const auto& head : batch) pivots.push_back(lotPivotsFor(head, params, feedback));
+        const auto sameMasses = [&](const LotPivots& pv) { return pv.massLogits == pivots.front().massLogits; };
+        if (std::all_of(pivots.begin(), pivots.end(), sameMasses)) return lotBatch(batch, pivots, params, kernels, feedback);
+        std::vector<PlanResult<float>> one;  // masses differ per head: the marginals differ, one launch each
+        for (size_t h = 0; h < batch.size(); ++h)
+          one.push_back(std::move(lotBatch({batch[h]}, {pivots[h]}, params, kernels, feedback).front()));
+        return one;
+      });
+  for (size_t h = 0; h < heads.size(); ++h)
+    if (heads[h].mask && !heads[h].mask->all()) padLotExtras(results[h], *heads[h].mask);
+  return results;
+}
+
+}  // namespace tl
