@@ -1,12 +1,15 @@
 // `tlens bench --device cuda`: the CUDA backend's fused paths timed with CUDA events on device-resident
 // inputs (cuda/bench_cuda.h), in float32 FMAs and on TF32 tensor cores, beside the exp-throughput floor
 // measured on the same GPU, and beside the published code run in the same invocation on the same shapes:
-// PyTorch SDPA and a dense PyTorch Sinkhorn (scripts/reference/gpu_reference.py), the Sinkformers code and
+// PyTorch SDPA, a dense PyTorch Sinkhorn and LOTFormer's factored formulation (scripts/reference/
+// gpu_reference.py), the Sinkformers code and
 // FlashSinkhorn (scripts/reference/gpu_peers.py, peers from $TL_PEERS_DIR). Built only with TL_CUDA.
 #include "gpu_bench.h"
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +19,7 @@
 #include "cuda/bench_cuda.h"
 #include "cuda/device_query.h"
 #include "io/atomic_file.h"
+#include "ops/lot/lot.h"
 #include "ops/registry.h"
 #include "reference_bench.h"
 
@@ -57,6 +61,30 @@ nlohmann::json scriptReport(const std::string& script, const std::string& argume
   return report;
 }
 
+// The families whose fused device path the GPU benchmark times (cuda/bench_cuda.h).
+const std::set<std::string>& benchFamilies() {
+  static const std::set<std::string> families = {"softmax", "sinkhorn", "lot"};
+  return families;
+}
+
+// One --op at one shape: its device-resident timing and the exponentials its kernels cannot avoid (the exp
+// floor): one pass over the n² scores for the one-pass softmax, T + 1 for Sinkhorn (its T half-steps and the
+// output pass), and for LOT T + 1 over each of its two n × r problems.
+struct DeviceBench {
+  cuda::BenchTiming timing;
+  double exponentials = 0;
+};
+
+DeviceBench benchOnDevice(const OperatorSpec& op, const cuda::BenchShape& shape, int repeats) {
+  const double heads = double(shape.B) * shape.H, n = shape.n;
+  if (op.family == "softmax") return {cuda::benchSoftmax(shape, 1, repeats), heads * n * n};
+  if (op.family == "lot") {
+    const int r = LotParams::from(op.params).r;  // a pivots file sets r to its rows
+    return {cuda::benchLot(shape, r, 1, repeats), (shape.T + 1) * 2 * heads * n * r};
+  }
+  return {cuda::benchSinkhorn(shape, 1, repeats), (shape.T + 1) * heads * n * n};
+}
+
 nlohmann::json timingJson(const cuda::BenchTiming& t, double floorMs) {
   return {{"median_ms", t.medianMs}, {"min_ms", t.minMs}, {"repeats", t.repeats}, {"over_exp_floor", t.medianMs / floorMs}};
 }
@@ -74,15 +102,14 @@ int gpuBench(const CommandLine& cl) {
   const int repeats = parsePositiveInt("repeats", cl.get("repeats").value_or("5"));
   std::vector<OperatorSpec> ops;
   for (const auto& text : cl.all("op")) {
-    ops.push_back(OperatorRegistry::builtin().parse(text));
-    if (!OperatorRegistry::builtin().get(ops.back().family).supports(Backend::Cuda))
-      throw InvalidArgument("bench --device cuda: " + ops.back().family + " has no CUDA kernels (families with: " +
-                            [] {
-                              std::string names;
-                              for (const auto& f : OperatorRegistry::builtin().familiesOn(Backend::Cuda))
-                                names += (names.empty() ? "" : ", ") + f;
-                              return names;
-                            }() + ")");
+    const OperatorSpec given = OperatorRegistry::builtin().parse(text);
+    ops.push_back(OperatorRegistry::builtin().resolve(given.family, given.params));  // with the defaults
+    if (!benchFamilies().count(ops.back().family)) {
+      std::string names;
+      for (const auto& f : benchFamilies()) names += (names.empty() ? "" : ", ") + f;
+      throw InvalidArgument("bench --device cuda: " + ops.back().family + " has no CUDA benchmark (families with one: " +
+                            names + ")");
+    }
   }
   if (ops.empty()) throw InvalidArgument("'bench' needs at least one --op (see 'tlens bench --help')");
 
@@ -90,6 +117,7 @@ int gpuBench(const CommandLine& cl) {
   const cuda::ExpThroughput exp = cuda::measureExpThroughput(0);
   nlohmann::json runs = nlohmann::json::array();
   int sinkhornT = 10;
+  std::optional<OperatorSpec> lot;  // the LOT op whose shape the LOTFormer reference gets
   std::printf("%s: expf %.3g/s; B=%d H=%d d=%d, CUDA events, median of up to %d runs\n", device.name.c_str(),
               exp.accuratePerSecond, shape.B, shape.H, shape.d, repeats);
   std::printf("%-28s %7s %12s %12s %14s\n", "operator", "n", "fp32 ms", "tf32 ms", "exp floor ms");
@@ -97,23 +125,21 @@ int gpuBench(const CommandLine& cl) {
     const bool softmax = op.family == "softmax";
     shape.T = softmax ? 1 : int(getInt(op.params, "T"));
     shape.eps = softmax ? 1.0 : getReal(op.params, "eps");
-    if (!softmax) sinkhornT = shape.T;
+    if (op.family == "sinkhorn") sinkhornT = shape.T;
+    if (op.family == "lot") lot = op;
     for (int n : sizes) {
       shape.n = n;
-      // The exponentials alone at the measured expf rate: T + 1 passes over every score for Sinkhorn (its T
-      // half-steps and the output pass), one for the one-pass softmax.
-      const double scores = double(shape.B) * shape.H * double(n) * n;
-      const double floorMs = (softmax ? 1 : shape.T + 1) * scores / exp.accuratePerSecond * 1e3;
-      nlohmann::json entry = {{"op", op.toString()}, {"B", shape.B}, {"H", shape.H}, {"n", n}, {"d", shape.d},
-                              {"exp_floor_ms", floorMs}};
-      double ms[2] = {0, 0};
+      nlohmann::json entry = {{"op", op.toString()}, {"B", shape.B}, {"H", shape.H}, {"n", n}, {"d", shape.d}};
+      double ms[2] = {0, 0}, floorMs = 0;
       for (int tf32 = 0; tf32 < 2; ++tf32) {
         std::cerr << "timing " << op.toString() << " at n=" << n << (tf32 ? " (tf32)" : " (fp32)") << " ...\n";
         shape.tf32 = tf32 == 1;
-        const cuda::BenchTiming t = softmax ? cuda::benchSoftmax(shape, 1, repeats) : cuda::benchSinkhorn(shape, 1, repeats);
-        entry[tf32 ? "tf32" : "fp32"] = timingJson(t, floorMs);
-        ms[tf32] = t.medianMs;
+        const DeviceBench b = benchOnDevice(op, shape, repeats);
+        floorMs = b.exponentials / exp.accuratePerSecond * 1e3;  // the exponentials alone at the measured rate
+        entry[tf32 ? "tf32" : "fp32"] = timingJson(b.timing, floorMs);
+        ms[tf32] = b.timing.medianMs;
       }
+      entry["exp_floor_ms"] = floorMs;
       std::printf("%-28s %7d %12.3f %12.3f %14.3f\n", op.toString().c_str(), n, ms[0], ms[1], floorMs);
       std::fflush(stdout);
       runs.push_back(entry);
@@ -124,8 +150,14 @@ int gpuBench(const CommandLine& cl) {
   if (!cl.has("no-references")) {
     const std::string shapeArgs =
         "--n " + joined(sizes) + " --H " + std::to_string(shape.B * shape.H) + " --d " + std::to_string(shape.d);
-    std::cerr << "timing PyTorch SDPA and a dense PyTorch Sinkhorn (" << referencePython() << ") ...\n";
-    references["pytorch"] = scriptReport("gpu_reference.py", shapeArgs + " --T " + std::to_string(sinkhornT));
+    std::cerr << "timing PyTorch SDPA, a dense PyTorch Sinkhorn" << (lot ? " and the LOTFormer formulation" : "") << " ("
+              << referencePython() << ") ...\n";
+    std::string lotArgs;
+    if (lot)
+      lotArgs = " --lot-r " + std::to_string(LotParams::from(lot->params).r) + " --lot-T " +
+                std::to_string(getInt(lot->params, "T")) + " --lot-eps " + std::to_string(getReal(lot->params, "eps"));
+    references["pytorch"] =
+        scriptReport("gpu_reference.py", shapeArgs + " --T " + std::to_string(sinkhornT) + lotArgs);
     std::cerr << "timing the published peers (Sinkformers, FlashSinkhorn) ...\n";
     references["peers"] = scriptReport("gpu_peers.py", shapeArgs);
   }

@@ -60,33 +60,45 @@ std::vector<float> benchValues(size_t count, uint64_t seed) {
   return x;
 }
 
-BenchTiming timeRuns(const BenchShape& shape, const DenseRunSpec& spec, int warmup, int repeats, int device) {
-  const int batch = shape.B * shape.H;
-  const size_t count = size_t(batch) * shape.n * shape.d;
-  const std::vector<float> q = benchValues(count, 1), k = benchValues(count, 2), v = benchValues(count, 3);
-  AttentionProblem p;
-  p.batch = batch;
-  p.nq = p.nk = shape.n;
-  p.d = p.dv = shape.d;
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.logMu.assign(size_t(shape.n), -std::log(float(shape.n)));
-  p.logNu = p.logMu;
-  p.scale = float(shape.n);
+// A random problem of `batch` heads (uniform marginals) and the host arrays it points at.
+struct BenchProblem {
+  std::vector<float> q, k, v;
+  AttentionProblem problem;
+
+  BenchProblem(int batch, int nq, int nk, int d, int dv, uint64_t seed, float scale)
+      : q(benchValues(size_t(batch) * nq * d, seed)),
+        k(benchValues(size_t(batch) * nk * d, seed + 1)),
+        v(benchValues(size_t(batch) * nk * dv, seed + 2)) {
+    problem.batch = batch;
+    problem.nq = nq;
+    problem.nk = nk;
+    problem.d = d;
+    problem.dv = dv;
+    problem.q = q.data();
+    problem.k = k.data();
+    problem.v = dv ? v.data() : nullptr;
+    problem.logMu.assign(size_t(nq), -std::log(float(nq)));
+    problem.logNu.assign(size_t(nk), -std::log(float(nk)));
+    problem.scale = scale;
+  }
+};
+
+CudaOptions benchOptions(const BenchShape& shape) {
   CudaOptions options;
   options.errors = shape.errors;
   options.tf32 = shape.tf32;
-  validateProblem(p, options, spec.family);
+  return options;
+}
 
-  CudaDevice dev(device, false);
-  DenseRun<CudaDevice> run(dev, p, spec, options);
-  run.upload();
+// `solve` (device-resident work on dev's stream) timed with CUDA events: warm-up, then the median of the
+// repeats.
+template <class Solve>
+BenchTiming timeSolves(CudaDevice& dev, const Solve& solve, int warmup, int repeats) {
   EventTimer timer;
   double warmupMs = 0;
   for (int w = 0; w < warmup; ++w) {
     timer.start(dev.stream());
-    run.solve();
+    solve();
     warmupMs = timer.stopMs(dev.stream());
   }
   dev.finish();
@@ -95,12 +107,22 @@ BenchTiming timeRuns(const BenchShape& shape, const DenseRunSpec& spec, int warm
   std::vector<double> ms;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     timer.start(dev.stream());
-    run.solve();
+    solve();
     ms.push_back(timer.stopMs(dev.stream()));
   }
   dev.finish();
   std::sort(ms.begin(), ms.end());
   return BenchTiming{ms[ms.size() / 2], ms.front(), int(ms.size())};
+}
+
+BenchTiming timeRuns(const BenchShape& shape, const DenseRunSpec& spec, int warmup, int repeats, int device) {
+  const BenchProblem p(shape.B * shape.H, shape.n, shape.n, shape.d, shape.d, 1, float(shape.n));
+  const CudaOptions options = benchOptions(shape);
+  validateProblem(p.problem, options, spec.family);
+  CudaDevice dev(device, false);
+  DenseRun<CudaDevice> run(dev, p.problem, spec, options);
+  run.upload();
+  return timeSolves(dev, [&] { run.solve(); }, warmup, repeats);
 }
 
 }  // namespace
@@ -120,6 +142,24 @@ BenchTiming benchSinkhorn(const BenchShape& shape, int warmup, int repeats, int 
 
 BenchTiming benchSoftmax(const BenchShape& shape, int warmup, int repeats, int device) {
   return timeRuns(shape, softmaxRunSpec(), warmup, repeats, device);
+}
+
+BenchTiming benchLot(const BenchShape& shape, int r, int warmup, int repeats, int device) {
+  const int batch = shape.B * shape.H;
+  // (2) pivots → keys with the values: P2·V; (1) queries → pivots with r × d_v values (in the product the
+  // rescaled diag(1/w)·P2·V, here random ones of that shape: the work does not depend on their values).
+  // Uniform pivot masses (k-means' choice), random pivot locations.
+  const BenchProblem fromPivots(batch, r, shape.n, shape.d, shape.d, 10, 1.f);
+  const BenchProblem toPivots(batch, shape.n, r, shape.d, shape.d, 20, 1.f);
+  const CudaOptions options = benchOptions(shape);
+  const DenseRunSpec spec = sinkhornRunSpec(shape.T, shape.eps);
+  validateProblem(fromPivots.problem, options, spec.family);
+  validateProblem(toPivots.problem, options, spec.family);
+  CudaDevice dev(device, false);
+  DenseRun<CudaDevice> second(dev, fromPivots.problem, spec, options), first(dev, toPivots.problem, spec, options);
+  second.upload();
+  first.upload();
+  return timeSolves(dev, [&] { second.solve(); first.solve(); }, warmup, repeats);
 }
 
 }  // namespace tl::cuda

@@ -30,5 +30,8 @@ struct BenchTiming {
 // Throw CudaError when there is no device (callers check deviceInfo first).
 BenchTiming benchSinkhorn(const BenchShape& shape, int warmup = 1, int repeats = 5, int device = 0);
 BenchTiming benchSoftmax(const BenchShape& shape, int warmup = 1, int repeats = 5, int device = 0);
+// LOT's device path (ops/lot/lot_device.h) with r pivots: its two rectangular Sinkhorn problems (n × r and
+// r × n, budget T each) with their outputs; the r × d_v rescaling between them (host side) is not timed.
+BenchTiming benchLot(const BenchShape& shape, int r, int warmup = 1, int repeats = 5, int device = 0);
 
 }  // namespace tl::cuda
