@@ -44,4 +44,16 @@ std::vector<PlanResult<float>> runInDeviceBatches(const AttentionBatch<float>& h
   return out;
 }
 
+MatF batchItem(const std::vector<float>& all, size_t index, Eigen::Index rows, Eigen::Index cols) {
+  return Eigen::Map<const MatF>(all.data() + index * size_t(rows * cols), rows, cols);
+}
+
+Vec<float> batchVector(const std::vector<float>& all, size_t index, Eigen::Index n) {
+  return Eigen::Map<const Vec<float>>(all.data() + index * size_t(n), n);
+}
+
+std::vector<float> batchSlice(const std::vector<float>& all, size_t index, size_t n) {
+  return {all.begin() + long(index * n), all.begin() + long((index + 1) * n)};
+}
+
 }  // namespace tl

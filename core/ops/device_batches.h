@@ -22,4 +22,21 @@ using DeviceLaunch =
 std::vector<PlanResult<float>> runInDeviceBatches(const AttentionBatch<float>& heads, MaskMode mode,
                                                   const DeviceLaunch& launch);
 
+// The kernels' batched layout, [batch][rows][cols] row-major (as Eigen's Mat): the matrix `get(item)` of
+// every item, one after another.
+template <class Items, class Get>
+std::vector<float> stacked(const Items& items, const Get& get) {
+  std::vector<float> all;
+  for (const auto& item : items) {
+    const MatF& m = get(item);
+    all.insert(all.end(), m.data(), m.data() + m.size());
+  }
+  return all;
+}
+
+// Item `index` of a batched array: a rows × cols matrix, or an n-vector.
+MatF batchItem(const std::vector<float>& all, size_t index, Eigen::Index rows, Eigen::Index cols);
+Vec<float> batchVector(const std::vector<float>& all, size_t index, Eigen::Index n);
+std::vector<float> batchSlice(const std::vector<float>& all, size_t index, size_t n);
+
 }  // namespace tl

@@ -1,9 +1,8 @@
 #pragma once
-// The dense kernels' two entry points (cuda/sinkhorn_cuda.h) as values, for families whose device path is an
-// orchestration of those kernels on other problems (LOT: queries against pivots, pivots against keys). On the
-// product they are the GPU kernels (ops/cuda_attention.h cudaDenseKernels, TL_CUDA builds only); in the CPU
-// tests the same orchestration runs on the simulated device (tests/core/cuda/sim_device.h), so it is verified
-// without a GPU.
+// The dense kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h) as values. Every family's
+// device path is written against them: on the product they are the GPU kernels (cudaDenseKernels), in the CPU
+// tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so each family's device
+// orchestration (mask modes, batching, scaling, results) is verified without a GPU.
 #include <functional>
 #include <vector>
 
@@ -16,10 +15,16 @@ struct DenseKernels {
   std::function<cuda::CudaAttentionResult(const cuda::AttentionProblem&, const cuda::SinkhornCudaParams&,
                                           const cuda::CudaOptions&)>
       sinkhorn;
+  // The one-pass softmax (FlashAttention-style output).
+  std::function<cuda::CudaAttentionResult(const cuda::AttentionProblem&, const cuda::CudaOptions&)> softmax;
   // The plan and its products from given duals (score coordinates).
   std::function<cuda::CudaAttentionResult(const cuda::AttentionProblem&, const std::vector<float>& u,
                                           const std::vector<float>& v, double eps, const cuda::CudaOptions&)>
       planFromDuals;
 };
+
+// The GPU's kernels (ops/cuda_kernels.cpp). In a build without CUDA each throws ResourceError saying so; the
+// registry lists the cuda backend only in CUDA builds, so the Engine never calls them there.
+const DenseKernels& cudaDenseKernels();
 
 }  // namespace tl

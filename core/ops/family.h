@@ -7,8 +7,8 @@
 //  - its CPU reference as one generic callable (input, params, feedback) → PlanResult<T>, instantiated for
 //    T = double and float,
 //  - for which parameters that reference keeps the plan structured (ops/transport_plan.h),
-//  - its CUDA path (ops/device_path.h), when this build has the family's kernels, and any other backend
-//    beside the CPU that implements it (ops/backend.h).
+//  - its CUDA path (ops/device_path.h), which builds everywhere and is listed as a backend when this build
+//    has CUDA, and any other backend beside the CPU that implements it (ops/backend.h).
 // `familyInfo` turns that into the registry's FamilyInfo; the operator it creates is a FamilyOperator.
 #include <functional>
 #include <memory>
@@ -36,7 +36,7 @@ struct FamilyDefinition {
   std::vector<Backend> otherBackends = {};  // beside Backend::Cpu
   // Parameters for which run() returns a structured plan; empty: always dense.
   std::function<bool(const P&)> structured = {};
-  CudaPath<P> cuda = {};  // empty: the family has no CUDA kernels (or this build has no CUDA)
+  CudaPath<P> cuda = {};  // empty: the family has no CUDA kernels
 };
 
 // Run is a generic callable (a lambda with a `const auto&` input) instantiated for float and double.
@@ -58,7 +58,7 @@ class FamilyOperator final : public Operator {
   bool structuredPlan() const override { return structured_; }
 
   std::optional<std::string> cudaUnsupported() const override {
-    if (!cuda_.run)
+    if (!cuda_.run || !cudaKernelsBuilt())
       return cudaKernelsBuilt() ? family_ + " has no CUDA kernels yet"
                                 : std::string("this TransportLens was built without CUDA (TL_CUDA=OFF)");
     return cuda_.unsupported ? cuda_.unsupported(typed_) : std::nullopt;
@@ -66,7 +66,13 @@ class FamilyOperator final : public Operator {
   std::vector<PlanResult<float>> runCuda(const AttentionBatch<float>& heads, const DeviceRequest& request,
                                          Feedback& feedback) const override {
     if (const auto why = cudaUnsupported()) throw ResourceError(family_ + " cannot run on the GPU: " + *why);
-    return cuda_.run(heads, typed_, request, feedback);
+    return cuda_.run(heads, typed_, request, cudaDenseKernels(), feedback);
+  }
+  bool hasDevicePath() const override { return cuda_.run && !(cuda_.unsupported && cuda_.unsupported(typed_)); }
+  std::vector<PlanResult<float>> runOnDevice(const AttentionBatch<float>& heads, const DeviceRequest& request,
+                                             const DenseKernels& kernels, Feedback& feedback) const override {
+    if (!hasDevicePath()) throw ResourceError(family_ + " has no device path for these parameters");
+    return cuda_.run(heads, typed_, request, kernels, feedback);
   }
 
  private:
@@ -85,7 +91,8 @@ FamilyInfo familyInfo(const FamilyDefinition<P>& def, Run run) {
   info.title = def.text.title;
   info.description = def.text.description;
   info.schema = def.bindings.schema();
-  if (def.cuda.run) info.backends.push_back(Backend::Cuda);
+  info.devicePath = bool(def.cuda.run);
+  if (info.devicePath && cudaKernelsBuilt()) info.backends.push_back(Backend::Cuda);
   info.backends.insert(info.backends.end(), def.otherBackends.begin(), def.otherBackends.end());
   info.create = [name = def.text.name, structured = def.structured, cuda = def.cuda, run](const ParamSet& params) {
     P typed = P::from(params);

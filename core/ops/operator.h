@@ -36,6 +36,12 @@ class Operator {
   virtual std::optional<std::string> cudaUnsupported() const = 0;
   virtual std::vector<PlanResult<float>> runCuda(const AttentionBatch<float>& heads, const DeviceRequest& request,
                                                  Feedback& feedback) const = 0;
+
+  // The family's device path on given kernels, in every build (the CPU tests pass the simulated device,
+  // tests/core/cuda/sim_device.h). False / ResourceError when the family or these parameters have none.
+  virtual bool hasDevicePath() const = 0;
+  virtual std::vector<PlanResult<float>> runOnDevice(const AttentionBatch<float>& heads, const DeviceRequest& request,
+                                                     const DenseKernels& kernels, Feedback& feedback) const = 0;
 };
 
 }  // namespace tl

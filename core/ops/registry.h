@@ -23,6 +23,9 @@ struct FamilyInfo {
   // LibTorch normalisers enumerate the families through this list instead of keeping their own.
   std::vector<Backend> backends{Backend::Cpu};
   bool supports(Backend backend) const;
+  // The family has a device path (ops/device_path.h), in every build: the CPU tests run it on the simulated
+  // device; `backends` lists cuda only where this build has the GPU kernels.
+  bool devicePath = false;
 };
 
 // A family plus its resolved parameters: what Session JSON stores and "family:key=value" strings mean.

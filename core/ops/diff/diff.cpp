@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "ops/diff/diff_device.h"
 #include "ops/family.h"
 #include "ops/marginals.h"
 #include "ops/softmax/softmax.h"
@@ -58,13 +59,17 @@ const ParamBindings<DiffParams>& diffParamBindings() {
 DiffParams::DiffParams() { diffParamBindings().fillDefaults(*this); }
 DiffParams DiffParams::from(const ParamSet& resolved) { return diffParamBindings().fill(resolved); }
 
+void checkDiffHeadDimension(Eigen::Index d) {
+  if (d % 2 != 0)
+    throw InvalidArgument("diff: the head dimension d = " + std::to_string(d) +
+                          " is odd; DiffTransformer splits Q and K into two halves, so d must be even");
+}
+
 template <class T>
 PlanResult<T> diffAttention(const AttentionInput<T>& input, const DiffParams& params, Feedback& feedback) {
   diffParamBindings().check(params, "diff");
   validateInput(input);
-  if (input.Q.cols() % 2 != 0)
-    throw InvalidArgument("diff: the head dimension d = " + std::to_string(input.Q.cols()) +
-                          " is odd; DiffTransformer splits Q and K into two halves, so d must be even");
+  checkDiffHeadDimension(input.Q.cols());
   return runOnValidSubsequence<T>(
       input, [&](const AttentionInput<T>& valid) { return diffOnValid(valid, params.lambda, feedback); });
 }
@@ -73,11 +78,16 @@ template PlanResult<float> diffAttention(const AttentionInput<float>&, const Dif
 template PlanResult<double> diffAttention(const AttentionInput<double>&, const DiffParams&, Feedback&);
 
 void registerDiff(OperatorRegistry& registry) {
+  CudaPath<DiffParams> cuda;
+  cuda.run = diffOnDevice;
   registry.add(familyInfo<DiffParams>(
       {{"diff", "DiffTransformer",
         "difference of two softmax maps from the two halves of the head dimension (Q = [Q1|Q2], K = [K1|K2], d must "
         "be even); not a transport plan: entries can be negative, rows sum to 1 − lambda"},
-       diffParamBindings()},
+       diffParamBindings(),
+       {},
+       {},
+       cuda},
       [](const auto& input, const DiffParams& p, Feedback& f) { return diffAttention(input, p, f); }));
 }
 

@@ -23,6 +23,9 @@ struct DiffParams {
 };
 const ParamBindings<DiffParams>& diffParamBindings();
 
+// InvalidArgument unless d is even (DiffTransformer splits Q and K into two halves).
+void checkDiffHeadDimension(Eigen::Index d);
+
 template <class T>
 PlanResult<T> diffAttention(const AttentionInput<T>& input, const DiffParams& params,
                             Feedback& feedback = noFeedback());

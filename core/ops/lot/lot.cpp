@@ -14,10 +14,7 @@
 #include "ops/lot/low_rank_plan.h"
 #include "ops/subsequence.h"
 
-#ifdef TL_HAVE_CUDA
-#include "ops/cuda_attention.h"
 #include "ops/lot/lot_device.h"
-#endif
 
 namespace tl {
 namespace {
@@ -188,12 +185,9 @@ template Mat<double> lotOutput(const AttentionInput<double>&, const LotParams&, 
 
 void registerLot(OperatorRegistry& registry) {
   CudaPath<LotParams> cuda;
-#ifdef TL_HAVE_CUDA
   // The factors are n × r each way, so a dense request changes nothing on the device.
-  cuda.run = [](const AttentionBatch<float>& heads, const LotParams& p, const DeviceRequest&, Feedback& feedback) {
-    return lotOnDevice(heads, p, cudaDenseKernels(), feedback);
-  };
-#endif
+  cuda.run = [](const AttentionBatch<float>& heads, const LotParams& p, const DeviceRequest&,
+                const DenseKernels& kernels, Feedback& feedback) { return lotOnDevice(heads, p, kernels, feedback); };
   registry.add(familyInfo<LotParams>(
       {{"lot", "LOT", "low-rank doubly stochastic attention through r pivots (two entropic problems, glued)"},
        lotParamBindings(),

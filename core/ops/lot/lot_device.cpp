@@ -11,22 +11,6 @@
 namespace tl {
 namespace {
 
-// Row-major [batch][rows][cols] of a list of equally shaped matrices (Eigen's Mat is row-major).
-template <class M>
-std::vector<float> stacked(const std::vector<M>& matrices) {
-  std::vector<float> all;
-  for (const auto& m : matrices) all.insert(all.end(), m.data(), m.data() + m.size());
-  return all;
-}
-
-MatF block(const std::vector<float>& all, size_t index, Eigen::Index rows, Eigen::Index cols) {
-  return Eigen::Map<const MatF>(all.data() + index * size_t(rows * cols), rows, cols);
-}
-
-Vec<float> vectorBlock(const std::vector<float>& all, size_t index, Eigen::Index n) {
-  return Eigen::Map<const Vec<float>>(all.data() + index * size_t(n), n);
-}
-
 // One of LOT's two problems for every head of a launch: rows `from` against columns `to`, transport scale.
 struct Problem {
   std::vector<float> rows, cols, values;  // [batch][n][d] each; values optional
@@ -73,13 +57,12 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
   const Vec<float> logQueries = Vec<float>::Constant(nq, -std::log(float(nq)));  // a = 1/n_q
   const Vec<float> logKeys = Vec<float>::Constant(nk, -std::log(float(nk)));     // b = 1/n_k
 
-  std::vector<MatF> Q, K, Z, V;
-  for (int h = 0; h < batch; ++h) {
-    Q.push_back(heads[size_t(h)].Q);
-    K.push_back(heads[size_t(h)].K);
-    Z.push_back(pivots[size_t(h)].locations.cast<float>());
-    if (dv) V.push_back(*heads[size_t(h)].V);
-  }
+  const auto queries = [](const AttentionInput<float>& h) -> const MatF& { return h.Q; };
+  const auto keys = [](const AttentionInput<float>& h) -> const MatF& { return h.K; };
+  const auto values = [](const AttentionInput<float>& h) -> const MatF& { return *h.V; };
+  const auto itself = [](const MatF& m) -> const MatF& { return m; };
+  std::vector<MatF> Z;
+  for (const LotPivots& pv : pivots) Z.push_back(pv.locations.cast<float>());
   cuda::CudaOptions options;
   options.plan = true;  // the n × r factors, for the views and the errors
   options.histories = true;
@@ -88,7 +71,7 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
   const cuda::SinkhornCudaParams loop{p.T, p.eps};
 
   // (2) pivots → keys, on S2 = Z Kᵀ/√d; with V it also returns P2·V.
-  Problem fromPivots{stacked(Z), stacked(K), dv ? stacked(V) : std::vector<float>{}};
+  Problem fromPivots{stacked(Z, itself), stacked(heads, keys), dv ? stacked(heads, values) : std::vector<float>{}};
   const cuda::AttentionProblem second = fromPivots.problem(batch, r, nk, d, dv, logw, logKeys);
   const cuda::CudaAttentionResult g2 = kernels.sinkhorn(second, loop, options);
   feedback.setProgress(0.4, "lot");
@@ -96,8 +79,8 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
   // (1) queries → pivots, on S1 = Q Zᵀ/√d; with V its output is P1·(diag(1/w)·P2·V).
   std::vector<MatF> weighted;
   const Vec<float> invw = (-logw.array()).exp().matrix();
-  for (int h = 0; h < batch && dv; ++h) weighted.push_back(invw.asDiagonal() * block(g2.output, size_t(h), r, dv));
-  Problem toPivots{stacked(Q), stacked(Z), dv ? stacked(weighted) : std::vector<float>{}};
+  for (int h = 0; h < batch && dv; ++h) weighted.push_back(invw.asDiagonal() * batchItem(g2.output, size_t(h), r, dv));
+  Problem toPivots{stacked(heads, queries), stacked(Z, itself), dv ? stacked(weighted, itself) : std::vector<float>{}};
   const cuda::AttentionProblem first = toPivots.problem(batch, nq, r, d, dv, logQueries, logw);
   const cuda::CudaAttentionResult g1 = kernels.sinkhorn(first, loop, options);
   feedback.setProgress(0.8, "lot");
@@ -106,10 +89,10 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
   for (int h = 0; h < batch; ++h) {
     LotCoupling<float>& c = couplings[size_t(h)];
     c.logw = logw;
-    c.u1 = vectorBlock(g1.u, size_t(h), nq);
-    c.v1 = vectorBlock(g1.v, size_t(h), r);
-    c.u2 = vectorBlock(g2.u, size_t(h), r);
-    c.v2 = vectorBlock(g2.v, size_t(h), nk);
+    c.u1 = batchVector(g1.u, size_t(h), nq);
+    c.v1 = batchVector(g1.v, size_t(h), r);
+    c.u2 = batchVector(g2.u, size_t(h), r);
+    c.v2 = batchVector(g2.v, size_t(h), nk);
   }
   // Errors of A after every step but the last from the factors of that step; the last from the final ones.
   cuda::CudaOptions factorsOnly;
@@ -125,8 +108,8 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
                                             dualsAtStep(g2.vHistory, batch, p.T, t, nk), p.eps, factorsOnly);
     for (int h = 0; h < batch; ++h) {
       LotCoupling<float>& c = couplings[size_t(h)];
-      c.P1 = block(P1.plan, size_t(h), nq, r);
-      c.P2 = block(P2.plan, size_t(h), r, nk);
+      c.P1 = batchItem(P1.plan, size_t(h), nq, r);
+      c.P2 = batchItem(P2.plan, size_t(h), r, nk);
       c.errorHistory.push_back(c.errors());
     }
   }
@@ -134,11 +117,11 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
   std::vector<PlanResult<float>> results;
   for (int h = 0; h < batch; ++h) {
     LotCoupling<float>& c = couplings[size_t(h)];
-    c.P1 = block(g1.plan, size_t(h), nq, r);
-    c.P2 = block(g2.plan, size_t(h), r, nk);
+    c.P1 = batchItem(g1.plan, size_t(h), nq, r);
+    c.P2 = batchItem(g2.plan, size_t(h), r, nk);
     c.errorHistory.push_back(c.errors());
     std::optional<MatF> output;
-    if (dv) output = float(nq) * block(g1.output, size_t(h), nq, dv);
+    if (dv) output = float(nq) * batchItem(g1.output, size_t(h), nq, dv);
     PlanResult<float> result = lotResult(c, pivots[size_t(h)], std::move(output));
     result.seconds = seconds;  // the launches' wall time, shared by their heads
     result.backend = Backend::Cuda;

@@ -6,9 +6,7 @@
 
 #include "common/errors.h"
 #include "ops/family.h"
-#ifdef TL_HAVE_CUDA
-#include "ops/cuda_attention.h"
-#endif
+#include "ops/dense_device.h"
 #include "ops/log_domain.h"
 #include "ops/score_geometry.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
@@ -89,13 +87,11 @@ template PlanResult<double> sinkhornAttention(const AttentionInput<double>&, con
 
 void registerSinkhorn(OperatorRegistry& registry) {
   CudaPath<SinkhornParams> cuda;
-#ifdef TL_HAVE_CUDA
   cuda.run = [](const AttentionBatch<float>& heads, const SinkhornParams& p, const DeviceRequest& request,
-                Feedback& feedback) {
+                const DenseKernels& kernels, Feedback& feedback) {
     sinkhornParamBindings().check(p, "sinkhorn");
-    return runDenseOnCuda(heads, {p.T, p.eps, false, p.maskMode}, request, feedback);
+    return runDenseOnDevice(heads, {p.T, p.eps, false, p.maskMode}, request, kernels, feedback);
   };
-#endif
   registry.add(familyInfo<SinkhornParams>(
       {{"sinkhorn", "Sinkhorn", "log-domain Sinkhorn scaling of exp(QKᵀ/(√d·eps)) with a finite budget T"},
        sinkhornParamBindings(),

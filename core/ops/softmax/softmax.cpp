@@ -1,9 +1,7 @@
 #include "ops/softmax/softmax.h"
 
 #include "ops/family.h"
-#ifdef TL_HAVE_CUDA
-#include "ops/cuda_attention.h"
-#endif
+#include "ops/dense_device.h"
 #include "ops/sinkhorn/sinkhorn.h"
 
 namespace tl {
@@ -36,10 +34,10 @@ template PlanResult<double> softmaxAttention(const AttentionInput<double>&, cons
 
 void registerSoftmax(OperatorRegistry& registry) {
   CudaPath<SoftmaxParams> cuda;
-#ifdef TL_HAVE_CUDA
   cuda.run = [](const AttentionBatch<float>& heads, const SoftmaxParams& p, const DeviceRequest& request,
-                Feedback& feedback) { return runDenseOnCuda(heads, {1, 1.0, true, p.maskMode}, request, feedback); };
-#endif
+                const DenseKernels& kernels, Feedback& feedback) {
+    return runDenseOnDevice(heads, {1, 1.0, true, p.maskMode}, request, kernels, feedback);
+  };
   registry.add(familyInfo<SoftmaxParams>(
       {{"softmax", "Softmax", "row softmax of QKᵀ/√d (the T=1 Sinkhorn step): rows sum to 1, columns do not"},
        softmaxParamBindings(),

@@ -8,34 +8,15 @@
 #include <string>
 
 #include "common/errors.h"
-#include "cuda/dense_run.h"
-#include "cuda/sinkhorn_cuda.h"
 #include "ops/lot/lot.h"
 #include "ops/lot/lot_device.h"
-#include "sim_device.h"
+#include "sim_kernels.h"
 #include "support/test_util.h"
 
 namespace tl {
 namespace {
 
-// The entry points of cuda/sinkhorn.cu, on the simulated device.
-const DenseKernels& simulatedKernels() {
-  static const DenseKernels kernels{
-      [](const cuda::AttentionProblem& p, const cuda::SinkhornCudaParams& s, const cuda::CudaOptions& o) {
-        cuda::validateSinkhornParams(s);
-        cuda::validateProblem(p, o, "Sinkhorn");
-        cuda::test::SimDevice device;
-        return cuda::runDense(device, p, cuda::sinkhornRunSpec(s.T, s.eps), o);
-      },
-      [](const cuda::AttentionProblem& p, const std::vector<float>& u, const std::vector<float>& v, double eps,
-         const cuda::CudaOptions& o) {
-        cuda::validateProblem(p, o, "plan from duals");
-        cuda::validateDuals(p, u, v, eps);
-        cuda::test::SimDevice device;
-        return cuda::runDense(device, p, cuda::dualsRunSpec(u, v, eps), o);
-      }};
-  return kernels;
-}
+using cuda::test::simulatedKernels;
 
 AttentionInput<float> head(int nq, int nk, int d, uint64_t seed, bool padded) {
   AttentionInput<float> in;

@@ -136,9 +136,14 @@ TEST(Registry, BackendAxis) {
   }
   EXPECT_EQ(reg().familiesOn(Backend::Cpu).size(), reg().families().size());
   EXPECT_EQ(reg().familiesOn(Backend::Torch), (std::vector<std::string>{"softmax", "sinkhorn", "esp", "lot"}));
-  // CUDA kernels exist for the dense log-domain families and LOT (two rectangular problems of the same
-  // kernels); the others say why they run on the CPU.
-  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "lot"};
+  // Device paths exist for the dense log-domain families, LOT (two rectangular problems of the same kernels)
+  // and diff (two softmax launches), in every build; the cuda backend is listed only where CUDA was built.
+  // The others say why they run on the CPU.
+  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "lot", "diff"};
+  std::vector<std::string> withDevicePath;
+  for (const auto& f : reg().families())
+    if (f.devicePath) withDevicePath.push_back(f.name);
+  EXPECT_EQ(withDevicePath, withKernels);
   EXPECT_EQ(reg().familiesOn(Backend::Cuda), cudaKernelsBuilt() ? withKernels : std::vector<std::string>{});
   const auto esp = reg().create(reg().parse("esp"));
   ASSERT_TRUE(esp->cudaUnsupported().has_value());

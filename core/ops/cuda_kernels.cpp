@@ -1,0 +1,33 @@
+// The dense kernels on the GPU (TL_CUDA builds), or a clear refusal in builds without CUDA.
+#include "ops/device_kernels.h"
+
+#ifdef TL_HAVE_CUDA
+#include "cuda/softmax_cuda.h"
+#else
+#include "common/errors.h"
+#endif
+
+namespace tl {
+
+#ifdef TL_HAVE_CUDA
+const DenseKernels& cudaDenseKernels() {
+  static const DenseKernels kernels{cuda::sinkhornCuda, cuda::softmaxCuda, cuda::planFromDualsCuda};
+  return kernels;
+}
+#else
+namespace {
+[[noreturn]] void notBuilt() { throw ResourceError("this TransportLens was built without CUDA (TL_CUDA=OFF)"); }
+}  // namespace
+
+const DenseKernels& cudaDenseKernels() {
+  static const DenseKernels kernels{
+      [](const cuda::AttentionProblem&, const cuda::SinkhornCudaParams&, const cuda::CudaOptions&)
+          -> cuda::CudaAttentionResult { notBuilt(); },
+      [](const cuda::AttentionProblem&, const cuda::CudaOptions&) -> cuda::CudaAttentionResult { notBuilt(); },
+      [](const cuda::AttentionProblem&, const std::vector<float>&, const std::vector<float>&, double,
+         const cuda::CudaOptions&) -> cuda::CudaAttentionResult { notBuilt(); }};
+  return kernels;
+}
+#endif
+
+}  // namespace tl

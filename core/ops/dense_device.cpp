@@ -1,0 +1,93 @@
+#include "ops/dense_device.h"
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "ops/device_batches.h"
+#include "ops/device_plan.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/sinkhorn/sinkhorn_loop.h"
+
+namespace tl {
+namespace {
+
+std::vector<float> toVector(const Vec<float>& v) { return {v.data(), v.data() + v.size()}; }
+
+// Heads of one launch: equal shapes, one key mask (keep-queries) or none.
+std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, const std::optional<Mask>& keyMask,
+                                        const DenseDeviceRun& run, const DeviceRequest& request,
+                                        const DenseKernels& kernels, Feedback& feedback) {
+  const AttentionInput<float>& first = heads.front();
+  const Eigen::Index nq = first.Q.rows(), nk = first.K.rows(), d = first.Q.cols();
+  const Eigen::Index dv = first.V ? first.V->cols() : 0;
+  const int batch = int(heads.size());
+  const auto [logMu, logNu] = sinkhornLogMarginals<float>(nq, nk, keyMask);
+  const std::vector<float> q = stacked(heads, [](const AttentionInput<float>& h) -> const MatF& { return h.Q; });
+  const std::vector<float> k = stacked(heads, [](const AttentionInput<float>& h) -> const MatF& { return h.K; });
+  const std::vector<float> v =
+      dv ? stacked(heads, [](const AttentionInput<float>& h) -> const MatF& { return *h.V; }) : std::vector<float>{};
+  cuda::AttentionProblem problem;
+  problem.batch = batch;
+  problem.nq = int(nq);
+  problem.nk = int(nk);
+  problem.d = int(d);
+  problem.q = q.data();
+  problem.k = k.data();
+  if (dv) {
+    problem.v = v.data();
+    problem.dv = int(dv);
+  }
+  problem.logMu = toVector(logMu);
+  problem.logNu = toVector(logNu);
+  problem.scale = float(nq);
+
+  cuda::CudaOptions options;
+  options.plan = request.densePlan;
+  options.histories = true;
+  options.errors = true;
+  options.canceled = [&feedback] { return feedback.isCanceled(); };
+  const cuda::CudaAttentionResult g = run.softmax ? kernels.softmax(problem, options)
+                                                  : kernels.sinkhorn(problem, {run.budget, run.eps}, options);
+
+  // One result per head: slices of the batched arrays.
+  std::vector<PlanResult<float>> results(heads.size());
+  for (int h = 0; h < batch; ++h) {
+    PlanResult<float>& r = results[size_t(h)];
+    const size_t item = size_t(h);
+    setMarginalTargets<float>(logMu, logNu, float(nq), r);
+    r.u = batchVector(g.u, item, nq);
+    r.v = batchVector(g.v, item, nk);
+    r.uHistory = batchItem(g.uHistory, item, g.steps, nq);
+    r.vHistory = batchItem(g.vHistory, item, g.steps, nk);
+    for (int t = 0; t < g.steps && !g.errorHistory.empty(); ++t) {
+      const cuda::StepErrors& e = g.errorHistory[size_t(h * g.steps + t)];
+      r.errorHistory.push_back({e.rowMax, e.rowMean, e.colMax, e.colMean});
+    }
+    if (!r.errorHistory.empty()) r.errors = r.errorHistory.back();
+    if (dv) r.output = batchItem(g.output, item, nq, dv);
+    if (request.densePlan) {
+      r.plan = batchItem(g.plan, item, nq, nk);
+    } else {
+      DeviceHead head{heads[item].Q, heads[item].K, problem.logMu, problem.logNu, float(nq)};
+      r.plan = Plan<float>(std::make_shared<const DevicePlan>(std::move(head), batchSlice(g.u, item, size_t(nq)),
+                                                              batchSlice(g.v, item, size_t(nk)),
+                                                              run.softmax ? 1.0 : run.eps, kernels));
+    }
+    r.seconds = g.seconds;  // the launch's wall time, shared by its heads
+    r.backend = Backend::Cuda;
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<PlanResult<float>> runDenseOnDevice(const AttentionBatch<float>& heads, const DenseDeviceRun& run,
+                                                const DeviceRequest& request, const DenseKernels& kernels,
+                                                Feedback& feedback) {
+  return runInDeviceBatches(heads, run.maskMode, [&](const AttentionBatch<float>& batch, const std::optional<Mask>& keyMask) {
+    return runBatch(batch, keyMask, run, request, kernels, feedback);
+  });
+}
+
+}  // namespace tl

@@ -1,0 +1,36 @@
+#pragma once
+// The dense kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu) on the simulated device (sim_device.h),
+// as ops/device_kernels.h takes them: every family's device path runs on it in the CPU tests.
+#include <vector>
+
+#include "cuda/dense_run.h"
+#include "cuda/sinkhorn_cuda.h"
+#include "ops/device_kernels.h"
+#include "sim_device.h"
+
+namespace tl::cuda::test {
+
+inline const DenseKernels& simulatedKernels() {
+  static const DenseKernels kernels{
+      [](const AttentionProblem& p, const SinkhornCudaParams& s, const CudaOptions& o) {
+        validateSinkhornParams(s);
+        validateProblem(p, o, "Sinkhorn");
+        SimDevice device;
+        return runDense(device, p, sinkhornRunSpec(s.T, s.eps), o);
+      },
+      [](const AttentionProblem& p, const CudaOptions& o) {
+        validateProblem(p, o, "softmax");
+        SimDevice device;
+        return runDense(device, p, softmaxRunSpec(), o);
+      },
+      [](const AttentionProblem& p, const std::vector<float>& u, const std::vector<float>& v, double eps,
+         const CudaOptions& o) {
+        validateProblem(p, o, "plan from duals");
+        validateDuals(p, u, v, eps);
+        SimDevice device;
+        return runDense(device, p, dualsRunSpec(u, v, eps), o);
+      }};
+  return kernels;
+}
+
+}  // namespace tl::cuda::test
