@@ -6,6 +6,7 @@
 // FlashSinkhorn (scripts/reference/gpu_peers.py, peers from $TL_PEERS_DIR). Built only with TL_CUDA.
 #include "gpu_bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -63,21 +64,35 @@ nlohmann::json scriptReport(const std::string& script, const std::string& argume
 
 // The families whose fused device path the GPU benchmark times (cuda/bench_cuda.h).
 const std::set<std::string>& benchFamilies() {
-  static const std::set<std::string> families = {"softmax", "sinkhorn", "lot"};
+  static const std::set<std::string> families = {"softmax", "sinkhorn", "lot", "asap", "diff"};
   return families;
 }
 
 // One --op at one shape: its device-resident timing and the exponentials its kernels cannot avoid (the exp
 // floor): one pass over the n² scores for the one-pass softmax, T + 1 for Sinkhorn (its T half-steps and the
-// output pass), and for LOT T + 1 over each of its two n × r problems.
+// output pass), T + 1 over each of LOT's two n × r problems, k + 1 for ASAP's k closures (1, 2 or 3: the
+// Sinkhorn loop of the transposed problem, ops/asap/asap_device.h; the host's sliced-feature prediction of
+// its start dual is not timed) and one per map for diff's two half-width softmax launches.
 struct DeviceBench {
   cuda::BenchTiming timing;
   double exponentials = 0;
 };
 
-DeviceBench benchOnDevice(const OperatorSpec& op, const cuda::BenchShape& shape, int repeats) {
+DeviceBench benchOnDevice(const OperatorSpec& op, cuda::BenchShape shape, int repeats) {
   const double heads = double(shape.B) * shape.H, n = shape.n;
   if (op.family == "softmax") return {cuda::benchSoftmax(shape, 1, repeats), heads * n * n};
+  if (op.family == "diff") {
+    shape.d /= 2;
+    const cuda::BenchTiming a = cuda::benchSoftmax(shape, 1, repeats), b = cuda::benchSoftmax(shape, 1, repeats);
+    return {{a.medianMs + b.medianMs, a.minMs + b.minMs, std::min(a.repeats, b.repeats)}, 2 * heads * n * n};
+  }
+  shape.eps = getReal(op.params, "eps");
+  if (op.family == "asap") {
+    const bool asap0 = getString(op.params, "variant") == "asap0";
+    shape.T = asap0 ? 1 : getString(op.params, "closing") == "row" ? 2 : 3;
+    return {cuda::benchSinkhorn(shape, 1, repeats), (shape.T + 1) * heads * n * n};
+  }
+  shape.T = int(getInt(op.params, "T"));
   if (op.family == "lot") {
     const int r = LotParams::from(op.params).r;  // a pivots file sets r to its rows
     return {cuda::benchLot(shape, r, 1, repeats), (shape.T + 1) * 2 * heads * n * r};
@@ -122,10 +137,7 @@ int gpuBench(const CommandLine& cl) {
               exp.accuratePerSecond, shape.B, shape.H, shape.d, repeats);
   std::printf("%-28s %7s %12s %12s %14s\n", "operator", "n", "fp32 ms", "tf32 ms", "exp floor ms");
   for (const OperatorSpec& op : ops) {
-    const bool softmax = op.family == "softmax";
-    shape.T = softmax ? 1 : int(getInt(op.params, "T"));
-    shape.eps = softmax ? 1.0 : getReal(op.params, "eps");
-    if (op.family == "sinkhorn") sinkhornT = shape.T;
+    if (op.family == "sinkhorn") sinkhornT = int(getInt(op.params, "T"));
     if (op.family == "lot") lot = op;
     for (int n : sizes) {
       shape.n = n;

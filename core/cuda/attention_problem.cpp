@@ -75,26 +75,34 @@ void throwNonFinite(const AttentionProblem& p, const std::string& family) {
   throw InvalidArgument(family + " (CUDA): the GPU found a NaN/Inf in q, k or v that the host does not see");
 }
 
-void validateSinkhornParams(const SinkhornCudaParams& params) {
+namespace {
+
+// batch·n entries, each finite or −inf (an inactive token).
+void checkDual(const std::string& family, const std::vector<float>& dual, long long batch, long long n,
+               const char* name) {
+  require((long long)dual.size() == batch * n, family,
+          std::string(name) + " has " + std::to_string(dual.size()) + " entries; expected batch × " +
+              std::to_string(n) + " = " + std::to_string(batch * n));
+  for (size_t i = 0; i < dual.size(); ++i)
+    require(isFiniteF(dual[i]) || dual[i] == -INFINITY, family,
+            std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(dual[i]) +
+                " is not a dual (finite, or -inf for an inactive token)");
+}
+
+}  // namespace
+
+void validateSinkhornParams(const AttentionProblem& problem, const SinkhornCudaParams& params) {
   require(params.T >= 1, "Sinkhorn", "T = " + std::to_string(params.T) + " is not valid; expected T >= 1");
   require(std::isfinite(params.eps) && params.eps > 0, "Sinkhorn",
           "eps = " + std::to_string(params.eps) + " is not valid; expected eps > 0");
+  if (!params.initialV.empty()) checkDual("Sinkhorn", params.initialV, problem.batch, problem.nk, "initial v");
 }
 
 void validateDuals(const AttentionProblem& p, const std::vector<float>& u, const std::vector<float>& v, double eps) {
   const std::string family = "plan from duals";
   require(std::isfinite(eps) && eps > 0, family, "eps = " + std::to_string(eps) + " is not valid; expected eps > 0");
-  const auto check = [&](const std::vector<float>& dual, long long n, const char* name) {
-    require((long long)dual.size() == (long long)p.batch * n, family,
-            std::string(name) + " has " + std::to_string(dual.size()) + " entries; expected batch × " +
-                std::to_string(n) + " = " + std::to_string((long long)p.batch * n));
-    for (size_t i = 0; i < dual.size(); ++i)
-      require(isFiniteF(dual[i]) || dual[i] == -INFINITY, family,
-              std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(dual[i]) +
-                  " is not a dual (finite, or -inf for an inactive token)");
-  };
-  check(u, p.nq, "u");
-  check(v, p.nk, "v");
+  checkDual(family, u, p.batch, p.nq, "u");
+  checkDual(family, v, p.batch, p.nk, "v");
 }
 
 }  // namespace tl::cuda

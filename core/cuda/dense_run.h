@@ -22,6 +22,7 @@
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_sets.h"
 #include "cuda/launch_config.h"
+#include "cuda/sinkhorn_cuda.h"
 
 namespace tl::cuda {
 
@@ -35,6 +36,8 @@ struct DenseRunSpec {
   // Given duals in score coordinates ([batch][nq], [batch][nk]) instead of the loop: output, plan, tiles.
   const std::vector<float>* givenU = nullptr;
   const std::vector<float>* givenV = nullptr;
+  // The loop's column duals before the first half-step (score coordinates, [batch][nk]); null: 0.
+  const std::vector<float>* initialV = nullptr;
 };
 
 // Padded sizes and launch choices of a run, from the problem, the request and the device (pure).
@@ -197,7 +200,10 @@ class DenseRun {
       vt_ = uploadPotential(*spec_.givenV, L_.nk, L_.ldK);
     } else {
       initPotential(logMu_, L_.nq, L_.ldQ, ut_);
-      initPotential(logNu_, L_.nk, L_.ldK, vt_);
+      if (spec_.initialV)
+        vt_ = uploadPotential(*spec_.initialV, L_.nk, L_.ldK);
+      else
+        initPotential(logNu_, L_.nk, L_.ldK, vt_);
       for (int t = 1; t <= L_.passes; ++t) {
         halfStep<K>(t);
         dev_.afterHalfStep(options_.canceled);
@@ -352,14 +358,17 @@ class DenseRun {
   // value (row 0 of v: the initial potential), as the CPU loop records both sides after every step.
   void fillUnchangedHistoryRows(CudaAttentionResult& r) const {
     const float eps = float(spec_.eps);
+    const auto initialV = [&](long long b, int j) {
+      if (spec_.initialV) return (*spec_.initialV)[size_t(b * L_.nk + j)];
+      return isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f;
+    };
     for (long long b = 0; b < L_.batch; ++b) {
       float* u = r.uHistory.data() + b * L_.steps * L_.nq;
       float* v = r.vHistory.data() + b * L_.steps * L_.nk;
       for (int t = 1; t <= L_.steps; ++t) {
         if (t % 2 == 1) {
           for (int j = 0; j < L_.nk; ++j)
-            v[(t - 1) * L_.nk + j] = t == 1 ? (isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f)
-                                            : v[(t - 2) * L_.nk + j];
+            v[(t - 1) * L_.nk + j] = t == 1 ? initialV(b, j) : v[(t - 2) * L_.nk + j];
         } else {
           for (int i = 0; i < L_.nq; ++i) u[(t - 1) * L_.nq + i] = u[(t - 2) * L_.nq + i];
         }
@@ -386,6 +395,13 @@ inline DenseRunSpec sinkhornRunSpec(int T, double eps) {
   spec.family = "Sinkhorn";
   spec.T = T;
   spec.eps = eps;
+  return spec;
+}
+
+// The spec points at params.initialV: params must outlive the run.
+inline DenseRunSpec sinkhornRunSpec(const SinkhornCudaParams& params) {
+  DenseRunSpec spec = sinkhornRunSpec(params.T, params.eps);
+  if (!params.initialV.empty()) spec.initialV = &params.initialV;
   return spec;
 }
 

@@ -6,9 +6,9 @@ namespace tl::cuda {
 
 CudaAttentionResult sinkhornCuda(const AttentionProblem& problem, const SinkhornCudaParams& params,
                                  const CudaOptions& options) {
-  validateSinkhornParams(params);
+  validateSinkhornParams(problem, params);
   validateProblem(problem, options, "Sinkhorn");
-  return runDenseCuda(problem, sinkhornRunSpec(params.T, params.eps), options);
+  return runDenseCuda(problem, sinkhornRunSpec(params), options);
 }
 
 CudaAttentionResult planFromDualsCuda(const AttentionProblem& problem, const std::vector<float>& u,

@@ -4,6 +4,8 @@
 // device memory O(batch·n·(d + d_v)), never n_q × n_k unless the dense plan is asked for.
 // Conventions and the problem: attention_problem.h. Throws InvalidArgument (bad request), CudaError (no
 // device, old driver, out of memory, kernel failure) or tl::Canceled; device memory is released on every path.
+#include <vector>
+
 #include "cuda/attention_problem.h"
 
 namespace tl::cuda {
@@ -11,6 +13,10 @@ namespace tl::cuda {
 struct SinkhornCudaParams {
   int T = 10;        // budget: single normalisations, rows first (T = 1 is row softmax of X)
   double eps = 1.0;  // temperature: X = QKᵀ/(√d·eps)
+  // The column duals before the first half-step ([batch][nk], score coordinates, finite or −inf on an
+  // inactive key); empty: 0 (−inf on inactive keys), the Sinkhorn loop's start. ASAP starts from a predicted
+  // dual: run on the transposed problem, its closures are this loop from that dual (ops/asap/asap_device.h).
+  std::vector<float> initialV;
 };
 
 // Final duals u, v (score coordinates); with v: O = A·V computed from the duals without storing A; and,
@@ -25,9 +31,9 @@ CudaAttentionResult sinkhornCuda(const AttentionProblem& problem, const Sinkhorn
 CudaAttentionResult planFromDualsCuda(const AttentionProblem& problem, const std::vector<float>& u,
                                       const std::vector<float>& v, double eps, const CudaOptions& options = {});
 
-// Throw InvalidArgument unless T ≥ 1 and eps is finite and > 0; unless u and v have batch·nq and batch·nk
-// entries, each finite or −inf.
-void validateSinkhornParams(const SinkhornCudaParams& params);
+// Throw InvalidArgument unless T ≥ 1, eps is finite and > 0 and initial duals (when given) have batch·nk
+// entries, each finite or −inf; unless u and v have batch·nq and batch·nk entries, each finite or −inf.
+void validateSinkhornParams(const AttentionProblem& problem, const SinkhornCudaParams& params);
 void validateDuals(const AttentionProblem& problem, const std::vector<float>& u, const std::vector<float>& v,
                    double eps);
 

@@ -12,8 +12,6 @@
 namespace tl {
 namespace {
 
-std::vector<float> toVector(const Vec<float>& v) { return {v.data(), v.data() + v.size()}; }
-
 // Heads of one launch: equal shapes, one key mask (keep-queries) or none.
 std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, const std::optional<Mask>& keyMask,
                                         const DenseDeviceRun& run, const DeviceRequest& request,

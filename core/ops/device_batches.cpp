@@ -52,6 +52,8 @@ Vec<float> batchVector(const std::vector<float>& all, size_t index, Eigen::Index
   return Eigen::Map<const Vec<float>>(all.data() + index * size_t(n), n);
 }
 
+std::vector<float> toVector(const Vec<float>& v) { return {v.data(), v.data() + v.size()}; }
+
 std::vector<float> batchSlice(const std::vector<float>& all, size_t index, size_t n) {
   return {all.begin() + long(index * n), all.begin() + long((index + 1) * n)};
 }

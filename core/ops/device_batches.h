@@ -38,5 +38,7 @@ std::vector<float> stacked(const Items& items, const Get& get) {
 MatF batchItem(const std::vector<float>& all, size_t index, Eigen::Index rows, Eigen::Index cols);
 Vec<float> batchVector(const std::vector<float>& all, size_t index, Eigen::Index n);
 std::vector<float> batchSlice(const std::vector<float>& all, size_t index, size_t n);
+// A vector as the kernels take it.
+std::vector<float> toVector(const Vec<float>& v);
 
 }  // namespace tl

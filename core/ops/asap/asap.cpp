@@ -6,6 +6,8 @@
 
 #include "common/errors.h"
 #include "io/npy_cache.h"
+#include "ops/asap/asap_device.h"
+#include "ops/asap/asap_steps.h"
 #include "ops/asap/sliced_potentials.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
@@ -15,27 +17,6 @@
 
 namespace tl {
 namespace {
-
-// Predicted source dual u0 in score coordinates (docs/operators/asap.md#closures): Φβ − a, or the given dual.
-template <class T>
-Vec<T> predictedSourceDual(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask,
-                           PlanResult<T>& r) {
-  if (p.dual) {
-    if (p.dual->size() != in.Q.rows())
-      throw InvalidArgument("asap: dual has " + std::to_string(p.dual->size()) + " entries but there are " +
-                            std::to_string(in.Q.rows()) + " queries");
-    // Checked here, on the tokens in use: a subsequence teacher's u.npy is -inf on padded tokens.
-    if (!p.dual->allFinite()) throw InvalidArgument("asap: dual has non-finite entries on valid tokens");
-    return p.dual->template cast<T>();
-  }
-  if (p.slices->cols() != in.Q.cols())
-    throw InvalidArgument("asap: slices must be L×d with d = " + std::to_string(in.Q.cols()) + " (the head dimension); got " +
-                          std::to_string(p.slices->rows()) + "×" + std::to_string(p.slices->cols()));
-  const MatD phi = slicedFeatures(in.Q.template cast<double>(), in.K.template cast<double>(), *p.slices, keyMask);
-  const VecD a = in.Q.template cast<double>().rowwise().squaredNorm() / (2.0 * std::sqrt(double(in.Q.cols())));
-  r.extras["asap_features"] = phi.template cast<T>();
-  return (phi * (*p.beta) - a).template cast<T>();
-}
 
 template <class T>
 PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask) {
@@ -55,7 +36,7 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
       if (!(*keyMask)(j)) logNu(j) = negInf;
 
   PlanResult<T> r;
-  const Vec<T> u0 = predictedSourceDual(in, p, keyMask, r);
+  const Vec<T> u0 = asapSourceDual(in, p, keyMask, r);
   r.extras["asap_u"] = u0;
   // Potentials in eps units; each closure is one log-sum-exp pass (docs/operators/asap.md#definition).
   auto keyClosure = [&](const Vec<T>& ut) -> Vec<T> { return logNu - X.colLogSumExp(ut); };
@@ -83,6 +64,36 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
 }
 
 }  // namespace
+
+template <class T>
+Vec<T> asapSourceDual(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask,
+                      PlanResult<T>& r) {
+  if (p.dual) {
+    if (p.dual->size() != in.Q.rows())
+      throw InvalidArgument("asap: dual has " + std::to_string(p.dual->size()) + " entries but there are " +
+                            std::to_string(in.Q.rows()) + " queries");
+    // Checked here, on the tokens in use: a subsequence teacher's u.npy is -inf on padded tokens.
+    if (!p.dual->allFinite()) throw InvalidArgument("asap: dual has non-finite entries on valid tokens");
+    return p.dual->template cast<T>();
+  }
+  if (p.slices->cols() != in.Q.cols())
+    throw InvalidArgument("asap: slices must be L×d with d = " + std::to_string(in.Q.cols()) + " (the head dimension); got " +
+                          std::to_string(p.slices->rows()) + "×" + std::to_string(p.slices->cols()));
+  const MatD phi = slicedFeatures(in.Q.template cast<double>(), in.K.template cast<double>(), *p.slices, keyMask);
+  const VecD a = in.Q.template cast<double>().rowwise().squaredNorm() / (2.0 * std::sqrt(double(in.Q.cols())));
+  r.extras["asap_features"] = phi.template cast<T>();
+  return (phi * (*p.beta) - a).template cast<T>();
+}
+
+AsapParams asapParamsOnValid(const AsapParams& params, const Mask& mask) {
+  if (!params.dual) return params;
+  AsapParams onValid = params;
+  VecD valid(mask.count());
+  for (Eigen::Index i = 0, k = 0; i < mask.size(); ++i)
+    if (mask(i)) valid(k++) = (*params.dual)(i);
+  onValid.dual = valid;
+  return onValid;
+}
 
 AsapVariant parseAsapVariant(const std::string& text) {
   if (text == "two-sided") return AsapVariant::TwoSided;
@@ -148,26 +159,30 @@ PlanResult<T> asapAttention(const AttentionInput<T>& input, const AsapParams& pa
   validateInput(input);
   if (params.maskMode == MaskMode::KeepQueries) return asapDense(input, params, input.mask);
   if (params.dual && input.mask && !input.mask->all()) {
-    // A full-length dual is cut down to the valid tokens together with Q and K.
-    AsapParams onValid = params;
-    VecD valid(input.mask->count());
-    for (Eigen::Index i = 0, k = 0; i < input.mask->size(); ++i)
-      if ((*input.mask)(i)) valid(k++) = (*params.dual)(i);
-    onValid.dual = valid;
+    const AsapParams onValid = asapParamsOnValid(params, *input.mask);
     return runOnValidSubsequence<T>(input, [&](const AttentionInput<T>& v) { return asapDense(v, onValid, std::nullopt); });
   }
   return runOnValidSubsequence<T>(input, [&](const AttentionInput<T>& v) { return asapDense(v, params, std::nullopt); });
 }
 
+template Vec<float> asapSourceDual(const AttentionInput<float>&, const AsapParams&, const std::optional<Mask>&,
+                                   PlanResult<float>&);
+template Vec<double> asapSourceDual(const AttentionInput<double>&, const AsapParams&, const std::optional<Mask>&,
+                                    PlanResult<double>&);
 template PlanResult<float> asapAttention(const AttentionInput<float>&, const AsapParams&, Feedback&);
 template PlanResult<double> asapAttention(const AttentionInput<double>&, const AsapParams&, Feedback&);
 
 void registerAsap(OperatorRegistry& registry) {
+  CudaPath<AsapParams> cuda;
+  cuda.run = asapOnDevice;
   registry.add(familyInfo<AsapParams>(
       {{"asap", "ASAP",
         "compiled Sinkhorn layer: sliced-potential dual prediction + entropic c-transforms (needs slices+beta "
         "files, or a dual)"},
-       asapParamBindings()},
+       asapParamBindings(),
+       {},
+       {},
+       cuda},
       [](const auto& input, const AsapParams& p, Feedback& f) { return asapAttention(input, p, f); }));
 }
 

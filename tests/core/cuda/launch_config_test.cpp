@@ -157,8 +157,15 @@ TEST(Validation, RejectsBadRequestsWithTheirReason) {
   CudaOptions tiles;
   tiles.tileRows = 4;
   EXPECT_TRUE(rejects([](AttentionProblem&) {}, {"display tiles 4 × 0"}, tiles));
-  EXPECT_TRUE(throwsWith<InvalidArgument>([] { validateSinkhornParams({0, 1.0}); }, {"T = 0"}));
-  EXPECT_TRUE(throwsWith<InvalidArgument>([] { validateSinkhornParams({3, -1.0}); }, {"eps"}));
+  AttentionProblem p;
+  p.batch = 2;
+  p.nk = 3;
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { validateSinkhornParams(p, {0, 1.0, {}}); }, {"T = 0"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { validateSinkhornParams(p, {3, -1.0, {}}); }, {"eps"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { validateSinkhornParams(p, {3, 1.0, {0, 0, 0}}); },
+                                          {"initial v has 3 entries", "batch × 3 = 6"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { validateSinkhornParams(p, {3, 1.0, {0, 0, 0, 0, NAN, 0}}); },
+                                          {"initial v[4]", "not a dual"}));
 }
 
 TEST(Validation, NonFiniteInputsAreLocated) {

@@ -13,10 +13,10 @@ namespace tl::cuda::test {
 inline const DenseKernels& simulatedKernels() {
   static const DenseKernels kernels{
       [](const AttentionProblem& p, const SinkhornCudaParams& s, const CudaOptions& o) {
-        validateSinkhornParams(s);
+        validateSinkhornParams(p, s);
         validateProblem(p, o, "Sinkhorn");
         SimDevice device;
-        return runDense(device, p, sinkhornRunSpec(s.T, s.eps), o);
+        return runDense(device, p, sinkhornRunSpec(s), o);
       },
       [](const AttentionProblem& p, const CudaOptions& o) {
         validateProblem(p, o, "softmax");

@@ -446,6 +446,28 @@ TEST(SimKernels, PlanFromGivenDualsReproducesThePlan) {
   EXPECT_TRUE(planFromDualsMatchesCpu(data, u, v, c.eps, r, "sim_plan_from_duals"));
 }
 
+// A loop started from given column duals continues a loop: T = 2 and then T' = 3 from its v (restarting
+// with a row half-step) ends where T = 5 ends, and the history's first v row is the given start.
+TEST(SimKernels, ALoopFromGivenColumnDualsContinuesTheLoop) {
+  const CaseSpec c = mediumCase();
+  const CaseData data = makeCase(c);
+  CudaOptions o;
+  o.errors = true;
+  o.histories = true;
+  const CudaAttentionResult whole = simRun(data.problem(), sinkhornRunSpec(5, c.eps), o);
+  const CudaAttentionResult firstTwo = simRun(data.problem(), sinkhornRunSpec(2, c.eps), o);
+  const SinkhornCudaParams rest{3, c.eps, firstTwo.v};
+  const CudaAttentionResult continued = simRun(data.problem(), sinkhornRunSpec(rest), o);
+  ASSERT_EQ(continued.v.size(), whole.v.size());
+  const auto near = [](float a, float b) { return (std::isinf(a) && a == b) || std::abs(a - b) <= 1e-5f * (1 + std::abs(b)); };
+  for (size_t j = 0; j < whole.v.size(); ++j) ASSERT_TRUE(near(continued.v[j], whole.v[j])) << "v " << j;
+  for (size_t i = 0; i < whole.u.size(); ++i) ASSERT_TRUE(near(continued.u[i], whole.u[i])) << "u " << i;
+  for (size_t j = 0; j < size_t(c.nk); ++j)  // batch item 0, step 1: v is still the start
+    ASSERT_TRUE(near(continued.vHistory[j], firstTwo.v[j])) << "v history " << j;
+  ASSERT_EQ(continued.errorHistory.size(), size_t(c.batch * 3));
+  EXPECT_NEAR(continued.errorHistory[2].colMax, whole.errorHistory[4].colMax, 1e-5);
+}
+
 TEST(SimKernels, CancelStopsBetweenHalfSteps) {
   const CaseData data = makeCase(mediumCase());
   CudaOptions o;
