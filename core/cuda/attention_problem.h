@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/element_convert.h"
@@ -33,6 +34,26 @@ struct AttentionProblem {
   std::vector<float> logNu;  // [nk] log column marginals; −inf = inactive (e.g. a padded key)
   float scale = 1.f;         // attention scale: A = scale · P
 };
+
+// A float32 problem over host arrays already in the batched layout: q [batch][nq][d], k [batch][nk][d],
+// v [batch][nk][dv] (null with dv = 0). The arrays must outlive the problem.
+inline AttentionProblem batchedProblem(int batch, int nq, int nk, int d, const float* q, const float* k,
+                                       const float* v, int dv, std::vector<float> logMu, std::vector<float> logNu,
+                                       float scale) {
+  AttentionProblem p;
+  p.batch = batch;
+  p.nq = nq;
+  p.nk = nk;
+  p.d = d;
+  p.q = q;
+  p.k = k;
+  p.v = dv > 0 ? v : nullptr;
+  p.dv = dv > 0 ? dv : 0;
+  p.logMu = std::move(logMu);
+  p.logNu = std::move(logNu);
+  p.scale = scale;
+  return p;
+}
 
 // What a run computes besides the duals, and how it may be stopped.
 struct CudaOptions {

@@ -68,19 +68,10 @@ struct BenchProblem {
   BenchProblem(int batch, int nq, int nk, int d, int dv, uint64_t seed, float scale)
       : q(benchValues(size_t(batch) * nq * d, seed)),
         k(benchValues(size_t(batch) * nk * d, seed + 1)),
-        v(benchValues(size_t(batch) * nk * dv, seed + 2)) {
-    problem.batch = batch;
-    problem.nq = nq;
-    problem.nk = nk;
-    problem.d = d;
-    problem.dv = dv;
-    problem.q = q.data();
-    problem.k = k.data();
-    problem.v = dv ? v.data() : nullptr;
-    problem.logMu.assign(size_t(nq), -std::log(float(nq)));
-    problem.logNu.assign(size_t(nk), -std::log(float(nk)));
-    problem.scale = scale;
-  }
+        v(benchValues(size_t(batch) * nk * dv, seed + 2)),
+        problem(batchedProblem(batch, nq, nk, d, q.data(), k.data(), v.data(), dv,
+                               std::vector<float>(size_t(nq), -std::log(float(nq))),
+                               std::vector<float>(size_t(nk), -std::log(float(nk))), scale)) {}
 };
 
 CudaOptions benchOptions(const BenchShape& shape) {

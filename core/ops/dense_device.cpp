@@ -25,20 +25,9 @@ std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, cons
   const std::vector<float> k = stacked(heads, [](const AttentionInput<float>& h) -> const MatF& { return h.K; });
   const std::vector<float> v =
       dv ? stacked(heads, [](const AttentionInput<float>& h) -> const MatF& { return *h.V; }) : std::vector<float>{};
-  cuda::AttentionProblem problem;
-  problem.batch = batch;
-  problem.nq = int(nq);
-  problem.nk = int(nk);
-  problem.d = int(d);
-  problem.q = q.data();
-  problem.k = k.data();
-  if (dv) {
-    problem.v = v.data();
-    problem.dv = int(dv);
-  }
-  problem.logMu = toVector(logMu);
-  problem.logNu = toVector(logNu);
-  problem.scale = float(nq);
+  const cuda::AttentionProblem problem = cuda::batchedProblem(batch, int(nq), int(nk), int(d), q.data(), k.data(),
+                                                              v.data(), int(dv), toVector(logMu), toVector(logNu),
+                                                              float(nq));
 
   cuda::CudaOptions options;
   options.plan = request.densePlan;

@@ -41,16 +41,8 @@ std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, con
 
   // The closures: the loop of the transposed problem (keys as rows, attention scale n_q so its plan is Aᵀ)
   // from u0 as its column duals.
-  cuda::AttentionProblem transposed;
-  transposed.batch = batch;
-  transposed.nq = int(nk);
-  transposed.nk = int(nq);
-  transposed.d = int(d);
-  transposed.q = k.data();
-  transposed.k = q.data();
-  transposed.logMu = toVector(logNu);
-  transposed.logNu = toVector(logMu);
-  transposed.scale = float(nq);
+  const cuda::AttentionProblem transposed = cuda::batchedProblem(batch, int(nk), int(nq), int(d), k.data(), q.data(),
+                                                                 nullptr, 0, toVector(logNu), toVector(logMu), float(nq));
   cuda::CudaOptions options;
   options.errors = true;
   options.canceled = [&feedback] { return feedback.isCanceled(); };
@@ -60,16 +52,11 @@ std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, con
   const std::vector<float>& v = loop.u;
 
   // Output and, when asked, the dense plan from the final duals.
-  cuda::AttentionProblem original = transposed;
-  std::swap(original.nq, original.nk);
-  std::swap(original.q, original.k);
-  std::swap(original.logMu, original.logNu);
   const std::vector<float> values =
       dv ? stacked(heads, [](const AttentionInput<float>& h) -> const MatF& { return *h.V; }) : std::vector<float>{};
-  if (dv) {
-    original.v = values.data();
-    original.dv = dv;
-  }
+  const cuda::AttentionProblem original = cuda::batchedProblem(batch, int(nq), int(nk), int(d), q.data(), k.data(),
+                                                               values.data(), dv, toVector(logMu), toVector(logNu),
+                                                               float(nq));
   cuda::CudaOptions products;
   products.plan = request.densePlan;
   products.errors = false;

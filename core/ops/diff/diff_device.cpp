@@ -49,18 +49,10 @@ HalfMap halfMap(const AttentionBatch<float>& heads, int half, const std::vector<
   }
   const auto itself = [](const MatF& x) -> const MatF& { return x; };
   const std::vector<float> q = stacked(m.Q, itself), k = stacked(m.K, itself);
-  cuda::AttentionProblem p;
-  p.batch = int(heads.size());
-  p.nq = int(heads.front().Q.rows());
-  p.nk = int(heads.front().K.rows());
-  p.d = int(h);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = valuesAndOnes.data();
-  p.dv = dv + 1;
-  p.logMu = logMu;
-  p.logNu = logNu;
-  p.scale = float(p.nq);  // rows sum to 1
+  const int nq = int(heads.front().Q.rows()), nk = int(heads.front().K.rows());
+  // Attention scale n_q: rows sum to 1.
+  const cuda::AttentionProblem p = cuda::batchedProblem(int(heads.size()), nq, nk, int(h), q.data(), k.data(),
+                                                        valuesAndOnes.data(), dv + 1, logMu, logNu, float(nq));
   cuda::CudaOptions options;
   options.plan = request.densePlan;
   options.errors = false;  // the errors that matter are those of the difference, below

@@ -17,21 +17,9 @@ struct Problem {
   // dv = 0: the problem without its values (plans only).
   cuda::AttentionProblem problem(int batch, int nRows, int nCols, int d, int dv, const Vec<float>& logMu,
                                  const Vec<float>& logNu) const {
-    cuda::AttentionProblem p;
-    p.batch = batch;
-    p.nq = nRows;
-    p.nk = nCols;
-    p.d = d;
-    p.q = rows.data();
-    p.k = cols.data();
-    if (dv > 0) {
-      p.v = values.data();
-      p.dv = dv;
-    }
-    p.logMu.assign(logMu.data(), logMu.data() + logMu.size());
-    p.logNu.assign(logNu.data(), logNu.data() + logNu.size());
-    p.scale = 1.f;  // P itself: the factors are kept in transport scale
-    return p;
+    // Scale 1: P itself, the factors are kept in transport scale.
+    return cuda::batchedProblem(batch, nRows, nCols, d, rows.data(), cols.data(), values.data(), dv, toVector(logMu),
+                                toVector(logNu), 1.f);
   }
 };
 
