@@ -15,7 +15,10 @@
 #include "common/errors.h"
 #include "cuda/backend.h"
 #include "io/atomic_file.h"
+#include "session/backend_choice.h"
+#include "ops/registry.h"
 #include "widgets/panels/operator_panel.h"
+#include "widgets/panels/param_slider.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/shell/session_files.h"
 
@@ -29,10 +32,18 @@ using ResultTest = std::function<bool(const SessionResult&)>;
 
 long long budgetOf(const SessionResult& r) { return getInt(r.session.operators.front().params, "T"); }
 
+// A numeric parameter's value as a double (Int or Real).
+double numberOf(const ParamValue& value) {
+  if (const auto* i = std::get_if<long long>(&value)) return double(*i);
+  return std::get<double>(value);
+}
+
 // Runs the event loop until the window shows a result that passes `wanted` (or the timeout passes), then
-// lets the views paint it.
+// lets the views paint it. A failed computation ends the benchmark with its message (e.g. diff on the
+// three-dimensional cloud: an odd head dimension).
 std::shared_ptr<const SessionResult> waitForResult(MainWindow& window, const ResultTest& wanted) {
   std::shared_ptr<const SessionResult> shown;
+  QString failure;
   QEventLoop loop;
   auto connection = QObject::connect(&window, &MainWindow::resultShown, &loop,
                                      [&](std::shared_ptr<const SessionResult> r) {
@@ -40,10 +51,16 @@ std::shared_ptr<const SessionResult> waitForResult(MainWindow& window, const Res
                                        shown = std::move(r);
                                        loop.quit();
                                      });
+  auto failed = QObject::connect(&window, &MainWindow::computationFailed, &loop, [&](const QString& message) {
+    failure = message;
+    loop.quit();
+  });
   QTimer::singleShot(kTimeoutMs, &loop, &QEventLoop::quit);
   if (!window.lastResult() || !wanted(*window.lastResult())) loop.exec();
   else shown = window.lastResult();
   QObject::disconnect(connection);
+  QObject::disconnect(failed);
+  if (!failure.isEmpty()) throw Error("the computation failed: " + failure.toStdString());
   QCoreApplication::processEvents();  // queued replots and paint events of the views
   return shown;
 }
@@ -91,14 +108,47 @@ T* child(MainWindow& window, const char* name) {
   return widget;
 }
 
-// Budgets 11, 14, ..., 98: every move is a new value, and the work per move grows as a user drags.
-std::vector<Move> cloudMoves(MainWindow& window, int count) {
-  QSlider* slider = child<QSlider>(window, "slider:T");
+// The parameter a cloud run moves: the one asked for, else T, else the operator's first numeric parameter.
+std::string movedParameter(const OperatorSpec& op, const QString& asked) {
+  const ParamSchema& schema = OperatorRegistry::builtin().get(op.family).schema;
+  if (!asked.isEmpty()) {
+    const ParamSpec* spec = schema.find(asked.toStdString());
+    if (!spec || (spec->type != ParamType::Int && spec->type != ParamType::Real))
+      throw InvalidArgument("--param " + asked.toStdString() + ": " + op.family + " has no numeric parameter of that name");
+    return spec->name;
+  }
+  if (schema.find("T")) return "T";
+  for (const ParamSpec& spec : schema.specs())
+    if (spec.type == ParamType::Int || spec.type == ParamType::Real) return spec.name;
+  throw InvalidArgument("--measure-latency moves a numeric parameter of the operator, and " + op.family +
+                        " has none; time it through another family or the model scenario");
+}
+
+// Moves of one operator slider, each to a new value: an integer parameter through start + 1, + 4, + 7, …
+// (the work per move grows as a user drags T), a real one across its slider's range. Each move is recognised
+// by the value the slider's control reports after it.
+std::vector<Move> parameterMoves(MainWindow& window, const std::string& name, int count) {
+  auto* panel = window.findChild<OperatorPanel*>();
+  if (!panel) throw Error("the window has no operator panel");
+  auto* slider = panel->findChild<QSlider*>(QString::fromStdString("slider:" + name));
+  auto* control = slider ? qobject_cast<ParamSlider*>(slider->parentWidget()) : nullptr;
+  if (!control) throw Error("the operator panel has no slider for " + name);
+  const int lo = slider->minimum(), hi = slider->maximum(), start = slider->value();
+  const bool integer = control->spec().type == ParamType::Int;
+  const int stride = integer ? 3 : std::max(1, (hi - lo) / (count + 1));
   std::vector<Move> moves;
   for (int k = 0; k < count; ++k) {
-    const long long T = 11 + 3 * k;
-    moves.push_back({"T=" + std::to_string(T), [slider, T] { slider->setValue(int(T)); },
-                     [T](const SessionResult& r) { return budgetOf(r) == T; }});
+    const int position = lo + (start - lo + (integer ? 1 : stride) + k * stride) % (hi - lo + 1);
+    auto expected = std::make_shared<double>(0);
+    moves.push_back({name + " at slider position " + std::to_string(position),
+                     [slider, control, position, expected] {
+                       slider->setValue(position);
+                       *expected = control->value();
+                     },
+                     [name, expected](const SessionResult& r) {
+                       const double got = numberOf(r.session.operators.front().params.at(name));
+                       return std::abs(got - *expected) <= 1e-12 * std::max(1.0, std::abs(*expected));
+                     }});
   }
   return moves;
 }
@@ -138,9 +188,12 @@ std::vector<Move> modelMoves(MainWindow& window, int count, int layers, int head
 int runLatencyBenchmark(const LatencyOptions& options) {
   const bool model = options.scenario == LatencyScenario::Model;
   Session session = model ? checkpointSession() : pointCloudSession();
+  std::string moved;
   if (!model) {
     session.source.params["n"] = static_cast<long long>(options.n);
-    session.operators.front().params["T"] = 10LL;
+    session.operators = {OperatorRegistry::builtin().parse(options.op.toStdString())};
+    session.device = options.device;
+    moved = movedParameter(session.operators.front(), options.param);
   }
   MainWindow window(session);
   window.resize(1600, 1000);
@@ -153,7 +206,7 @@ int runLatencyBenchmark(const LatencyOptions& options) {
   Timings t;
   const std::vector<Move> moves =
       model ? modelMoves(window, options.moves, first->model->config.numLayers, first->model->config.numHeads)
-            : cloudMoves(window, options.moves);
+            : parameterMoves(window, moved, options.moves);
   if (!timeMoves(window, moves, t)) return 1;
 
   nlohmann::ordered_json report = {
@@ -162,11 +215,17 @@ int runLatencyBenchmark(const LatencyOptions& options) {
       {"operator", session.operators.front().toString()}};
   std::vector<std::string> labels;
   for (const Move& m : moves) labels.push_back(m.label);
-  if (model) report["swap"] = swapScopeName(session.swapScope);
-  else report["n"] = options.n;
+  if (model) {
+    report["swap"] = swapScopeName(session.swapScope);
+  } else {
+    report["n"] = options.n;
+    report["moved"] = moved;
+    report["device"] = deviceChoiceName(options.device);
+  }
   report["moves"] = labels;
   report["latency_ms"] = summary(t.latencyMs);
   report["operator_compute_ms"] = summary(t.computeMs);
+  report["result_device"] = deviceLabel(window.lastResult()->runs.front().result.backend);
   report["engine_ms"] = summary(t.engineMs);
   report["gui_overhead_ms"] = summary(t.overheadMs);
   report["qt_platform"] = QGuiApplication::platformName().toStdString();

@@ -1,10 +1,14 @@
 #pragma once
 // `transportlens --measure-latency`: how long a change in the window takes to reach the screen, timed from
 // the change until the window has drawn the new result in every view (the Engine's compute included).
-//   cloud (default): a torus point cloud with n points and Sinkhorn; the T slider moves through 11, 14, …
+//   cloud (default): a torus point cloud with n points and an operator (default Sinkhorn, T = 10) on a device;
+//          one of the operator's sliders moves (default T, else its first numeric parameter): integers
+//          through start + 1, + 4, + 7, …, reals across the slider's range
 //   model: the bundled checkpoint session; the layer and head pickers and the operator's T slider change in
 //          turn, and each move is timed until the [CLS] maps, the prediction and the plan show it.
 #include <QString>
+
+#include "ops/backend.h"
 
 namespace tl {
 
@@ -13,6 +17,9 @@ enum class LatencyScenario { Cloud, Model };
 struct LatencyOptions {
   LatencyScenario scenario = LatencyScenario::Cloud;
   int n = 512;  // cloud only
+  QString op = "sinkhorn:T=10";  // cloud only: the operator
+  QString param;                 // cloud only: the parameter whose slider moves; empty: T, else the first numeric
+  DeviceChoice device = DeviceChoice::Cpu;
   int moves = 30;
   QString jsonPath;  // also write the report here (atomically); empty: stdout only
 };

@@ -2,7 +2,8 @@
 //   transportlens                      opens the built-in default session (the bundled checkpoint's [CLS]
 //                                      maps where this build runs models, else a live point-cloud plan)
 //   transportlens SESSION.json         opens that session
-//   transportlens --measure-latency [--scenario cloud|model] [--n 512] [--json FILE]
+//   transportlens --measure-latency [--scenario cloud|model] [--n 512] [--op SPEC] [--param NAME]
+//                   [--device cpu|cuda|auto] [--moves 30] [--json FILE]
 //                                      change-to-screen latency benchmark (latency_benchmark.h)
 #include <QApplication>
 #include <QCommandLineParser>
@@ -54,8 +55,14 @@ int main(int argc, char** argv) {
                               "or model (layer, head and T on the bundled checkpoint session); default cloud",
                               "cloud|model", "cloud");
   QCommandLineOption n("n", "number of points for --measure-latency (default 512)", "n", "512");
+  QCommandLineOption op("op", "operator of the cloud scenario, e.g. lot:r=32 (default sinkhorn:T=10)", "SPEC",
+                        "sinkhorn:T=10");
+  QCommandLineOption param("param", "the operator parameter whose slider moves (default T, else its first numeric)",
+                           "NAME");
+  QCommandLineOption device("device", "cpu, cuda or auto for the cloud scenario (default cpu)", "DEVICE", "cpu");
+  QCommandLineOption moves("moves", "number of timed moves (default 30)", "N", "30");
   QCommandLineOption json("json", "also write the --measure-latency report to FILE", "FILE");
-  parser.addOptions({measure, scenario, n, json});
+  parser.addOptions({measure, scenario, n, op, param, device, moves, json});
   parser.process(app);
 
   try {
@@ -67,6 +74,14 @@ int main(int argc, char** argv) {
         std::cerr << "transportlens: --n needs a positive integer\n";
         return 2;
       }
+      options.moves = parser.value(moves).toInt(&ok);
+      if (!ok || options.moves < 1) {
+        std::cerr << "transportlens: --moves needs a positive integer\n";
+        return 2;
+      }
+      options.op = parser.value(op);
+      options.param = parser.value(param);
+      options.device = tl::parseDeviceChoice(parser.value(device).toStdString());
       if (parser.value(scenario) == "model") options.scenario = tl::LatencyScenario::Model;
       else if (parser.value(scenario) != "cloud") {
         std::cerr << "transportlens: --scenario is cloud or model\n";

@@ -23,6 +23,7 @@ class ParamSlider : public QWidget {
   void setValue(double value);
 
   QSlider* slider() const { return slider_; }
+  const ParamSpec& spec() const { return spec_; }
 
  signals:
   void valueChanged(double value);

@@ -259,6 +259,7 @@ void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
 void MainWindow::showError(quint64 requestId, const QString& message) {
   if (requestId >= latestRequest_) busy_->clear();
   reportError(tr("The computation failed"), message);
+  if (requestId >= latestRequest_) emit computationFailed(message);
   // A GPU failure (no device, out of memory, a kernel fault) keeps the last result and offers the CPU.
   if (session_.device != DeviceChoice::Cpu) {
     if (!runOnCpu_) {

@@ -45,6 +45,8 @@ class MainWindow : public QMainWindow {
  signals:
   // Every view has drawn this result.
   void resultShown(std::shared_ptr<const tl::SessionResult> result);
+  // The latest request failed; the message is also in the error box, the last result stays on screen.
+  void computationFailed(const QString& message);
 
  protected:
   // A checkpoint (folder or weights file) dropped on the window becomes the source; a PNG/JPEG its image.
