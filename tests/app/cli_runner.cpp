@@ -30,9 +30,13 @@ std::string scratchDir(const std::string& name) {
 }
 
 CliRun runTlens(const std::vector<std::string>& args, const std::string& env) {
+  return runProgram(TL_TLENS_PATH, args, env);
+}
+
+CliRun runProgram(const std::string& program, const std::vector<std::string>& args, const std::string& env) {
   const std::string dir = scratchDir("run");
   std::string command = env.empty() ? "" : env + " ";
-  command += shellQuote(TL_TLENS_PATH);
+  command += shellQuote(program);
   for (const auto& a : args) command += " " + shellQuote(a);
   command += " >" + shellQuote(dir + "/out") + " 2>" + shellQuote(dir + "/err");
   const int status = std::system(command.c_str());

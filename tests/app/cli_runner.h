@@ -15,6 +15,8 @@ struct CliRun {
 
 // `env` is a shell prefix such as "TL_PYTHON=/bin/false" (empty for none).
 CliRun runTlens(const std::vector<std::string>& args, const std::string& env = "");
+// The same for another of the project's programs (e.g. transportlens), given its path.
+CliRun runProgram(const std::string& program, const std::vector<std::string>& args, const std::string& env = "");
 
 // A fresh empty folder under the test temp dir, unique per call.
 std::string scratchDir(const std::string& name);
