@@ -110,8 +110,9 @@ Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
 
 template <class T>
 template <class Visit>
-void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit) const {
-  for (Eigen::Index i = 0; i < nq_; ++i) {
+void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first,
+                                 Eigen::Index end) const {
+  for (Eigen::Index i = first; i < (end < 0 ? nq_ : end); ++i) {
     if (ut(i) == kNegInf<T>) continue;
     for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
       const Eigen::Index j = i - W_ + b;
@@ -122,8 +123,15 @@ void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Vi
 
 template <class T>
 Mat<T> BandScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
-  Mat<T> P = Mat<T>::Zero(nq_, nk_);
-  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { P(i, j) = a; });
+  return planRows(ut, vt, scale, 0, nq_);
+}
+
+template <class T>
+Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first,
+                               Eigen::Index count) const {
+  Mat<T> P = Mat<T>::Zero(count, nk_);
+  forEachEntry(
+      ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { P(i - first, j) = a; }, first, first + count);
   return P;
 }
 

@@ -40,13 +40,16 @@ class BandScores {
   Vec<T> rowLogSumExp(const Vec<T>& colShift) const;
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;
   Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // dense, for display only
+  // Rows [first, first + count) of the dense plan: O(count·(n_k + W)).
+  Mat<T> planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first, Eigen::Index count) const;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)
   Mat<T> applyTransposed(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& W) const;  // Aᵀ·W
 
  private:
-  // visit(i, j, A_ij) for every support entry with active i and j.
+  // visit(i, j, A_ij) for every support entry with active i and j, in rows [first, end) (end −1: all).
   template <class Visit>
-  void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit) const;
+  void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first = 0,
+                    Eigen::Index end = -1) const;
   // Columns of row i held in band storage: j = i − W + b for b in [first(i), last(i)].
   Eigen::Index firstSlot(Eigen::Index i) const;
   Eigen::Index lastSlot(Eigen::Index i) const;

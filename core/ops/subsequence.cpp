@@ -1,5 +1,6 @@
 #include "ops/subsequence.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -66,6 +67,17 @@ class ScatteredPlan final : public TransportPlan<T> {
     return scatterRows<T>(valid_.applyTransposed(takeRows(W, idx_)), idx_, n_);
   }
   Mat<T> materialize() const override { return widened(valid_.dense(), idx_, n_); }
+  // The valid rows in [first, first + count) are consecutive valid indices [a, b): their rows, widened.
+  Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
+    const auto a = Eigen::Index(std::lower_bound(idx_.begin(), idx_.end(), first) - idx_.begin());
+    const auto b = Eigen::Index(std::lower_bound(idx_.begin(), idx_.end(), first + count) - idx_.begin());
+    Mat<T> out = Mat<T>::Zero(count, n_);
+    if (b == a) return out;
+    const Mat<T> valid = valid_.rowBlock(a, b - a);
+    for (Eigen::Index k = a; k < b; ++k)
+      for (size_t c = 0; c < idx_.size(); ++c) out(idx_[size_t(k)] - first, idx_[c]) = valid(k - a, Eigen::Index(c));
+    return out;
+  }
   const char* kind() const override { return valid_.kind(); }
 
   static Mat<T> widened(const Mat<T>& A, const std::vector<Eigen::Index>& idx, Eigen::Index n) {

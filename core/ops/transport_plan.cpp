@@ -17,24 +17,28 @@ void checkMaterializable(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEn
 }
 
 template <class T>
+Mat<T> TransportPlan<T>::rowBlock(Eigen::Index first, Eigen::Index count) const {
+  Mat<T> units = Mat<T>::Zero(rows(), count);
+  for (Eigen::Index c = 0; c < count; ++c) units(first + c, c) = T(1);
+  return applyTransposed(units).transpose();  // (Aᵀ e_i)ᵀ = row i of A
+}
+
+template <class T>
 PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
-  const Mat<T> A = [&] {
-    checkMaterializable(rows(), cols(), sizeof(T), kind());
-    return materialize();
-  }();
   PooledPlan<T> p;
-  const long long br = cuda::displayBlocks(A.rows(), maxRows), bc = cuda::displayBlocks(A.cols(), maxCols);
-  for (long long r = 0; r <= br; ++r) p.rowStarts.push_back(cuda::blockStart(r, A.rows(), br));
-  for (long long c = 0; c <= bc; ++c) p.colStarts.push_back(cuda::blockStart(c, A.cols(), bc));
+  const long long br = cuda::displayBlocks(rows(), maxRows), bc = cuda::displayBlocks(cols(), maxCols);
+  for (long long r = 0; r <= br; ++r) p.rowStarts.push_back(cuda::blockStart(r, rows(), br));
+  for (long long c = 0; c <= bc; ++c) p.colStarts.push_back(cuda::blockStart(c, cols(), bc));
   p.mean.resize(br, bc);
   p.max.resize(br, bc);
-  for (long long r = 0; r < br; ++r)
+  for (long long r = 0; r < br; ++r) {
+    const Mat<T> A = rowBlock(p.rowStarts[r], p.rowStarts[r + 1] - p.rowStarts[r]);
     for (long long c = 0; c < bc; ++c) {
-      const auto block = A.block(p.rowStarts[r], p.colStarts[c], p.rowStarts[r + 1] - p.rowStarts[r],
-                                 p.colStarts[c + 1] - p.colStarts[c]);
+      const auto block = A.middleCols(p.colStarts[c], p.colStarts[c + 1] - p.colStarts[c]);
       p.mean(r, c) = block.mean();
       p.max(r, c) = block.maxCoeff();
     }
+  }
   return p;
 }
 
@@ -55,6 +59,9 @@ class CastPlan final : public TransportPlan<To> {
     return inner_->applyTransposed(W.template cast<From>()).template cast<To>();
   }
   Mat<To> materialize() const override { return inner_->materialize().template cast<To>(); }
+  Mat<To> rowBlock(Eigen::Index first, Eigen::Index count) const override {
+    return inner_->rowBlock(first, count).template cast<To>();
+  }
   const char* kind() const override { return inner_->kind(); }
   PooledPlan<To> pooled(int maxRows, int maxCols) const override {
     const PooledPlan<From> p = inner_->pooled(maxRows, maxCols);
@@ -118,6 +125,17 @@ Vec<T> Plan<T>::rowSums() const {
 template <class T>
 Vec<T> Plan<T>::colSums() const {
   return applyTransposed(Mat<T>::Ones(rows(), 1)).col(0);
+}
+
+template <class T>
+Mat<T> Plan<T>::rowBlock(Eigen::Index first, Eigen::Index count) const {
+  if (!plan_) throw InvalidArgument("no plan to read");
+  if (first < 0 || count < 0 || first + count > rows())
+    throw InvalidArgument("rows " + std::to_string(first) + " to " + std::to_string(first + count) +
+                          " are not rows of a plan with " + std::to_string(rows()));
+  if (const auto* d = dynamic_cast<const DensePlan<T>*>(plan_.get())) return d->matrix().middleRows(first, count);
+  if (cache_->matrix.size()) return cache_->matrix.middleRows(first, count);  // formed already
+  return plan_->rowBlock(first, count);
 }
 
 template <class T>

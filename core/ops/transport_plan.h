@@ -5,6 +5,7 @@
 // views, exports and the CLI ask for what they need and the n_q × n_k matrix is formed only when asked,
 // and never beyond a memory cap.
 // Attention scale throughout: A = n_q·P, rows = queries (docs/conventions.md#scales).
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -40,8 +41,11 @@ class TransportPlan {
   virtual Mat<T> materialize() const = 0;
   // "dense", "low-rank", "sliced", "band", "gpu duals", ... for labels and metrics.
   virtual const char* kind() const = 0;
-  // Block mean and max on at most maxRows × maxCols blocks. The default pools the dense matrix (under the
-  // cap); plans that live on the GPU pool there without forming it.
+  // Rows [first, first + count) of A, without forming the others. The default applies Aᵀ to unit vectors;
+  // plans with cheap rows (dense, low-rank, band) form them directly.
+  virtual Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
+  // Block mean and max on at most maxRows × maxCols blocks. The default pools row block by row block, so the
+  // n_q × n_k matrix is never held whole (no cap); plans that live on the GPU pool there.
   virtual PooledPlan<T> pooled(int maxRows, int maxCols) const;
 };
 
@@ -58,6 +62,7 @@ class DensePlan final : public TransportPlan<T> {
   Mat<T> apply(const Mat<T>& V) const override { return A_ * V; }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return A_.transpose() * W; }
   Mat<T> materialize() const override { return A_; }
+  Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override { return A_.middleRows(first, count); }
   const char* kind() const override { return "dense"; }
   const Mat<T>& matrix() const { return A_; }
 
@@ -94,6 +99,17 @@ class Plan {
   Vec<T> rowSums() const;
   Vec<T> colSums() const;
   PooledPlan<T> pooled(int maxRows, int maxCols) const;
+  // Rows [first, first + count) (from the dense matrix when it was formed, else from the structure), and every
+  // row in blocks of `blockRows`: visit(first, rows). Views that scan every entry use these, so a structured
+  // plan is never formed whole.
+  Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
+  template <class Visit>
+  void forEachRowBlock(Eigen::Index blockRows, Visit&& visit) const {
+    for (Eigen::Index first = 0; first < rows(); first += blockRows) {
+      const Eigen::Index count = std::min(blockRows, rows() - first);
+      visit(first, rowBlock(first, count));
+    }
+  }
 
   const TransportPlan<T>* structure() const { return plan_.get(); }
   // The same plan in another precision (the Engine widens float runs to double for the views).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cuda/tile_index.h"
 #include "widgets/plot/plot_style.h"
 
 namespace tl {
@@ -54,16 +55,32 @@ MatrixMap addMatrixMap(QCustomPlot* plot, QCPLayoutGrid* grid, int row, int colu
 }
 
 void fillMatrixMap(MatrixMap& target, const MatD& m, double lo, double hi) {
-  const int rows = int(m.rows()), cols = int(m.cols());
+  fillBlockMap(target, m, m.rows(), m.cols(), lo, hi);
+}
+
+std::vector<long long> displayBlockStarts(long long n, long long maxCells) {
+  const long long blocks = cuda::displayBlocks(n, maxCells);
+  std::vector<long long> starts;
+  for (long long b = 0; b <= blocks; ++b) starts.push_back(cuda::blockStart(b, n, blocks));
+  return starts;
+}
+
+void fillBlockMap(MatrixMap& target, const MatD& cells, long long nRows, long long nCols, double lo, double hi) {
+  const int rows = int(cells.rows()), cols = int(cells.cols());
+  // Cell centres in token coordinates: the first and last blocks' centres span the map.
+  const auto centre = [](long long n, long long blocks, long long b) {
+    return 0.5 * double(cuda::blockStart(b, n, blocks) + cuda::blockStart(b + 1, n, blocks) - 1);
+  };
   QCPColorMapData* data = target.map->data();
   data->setSize(cols, rows);
-  data->setRange(QCPRange(0, std::max(cols - 1, 0)), QCPRange(0, std::max(rows - 1, 0)));
+  data->setRange(QCPRange(centre(nCols, cols, 0), centre(nCols, cols, std::max(cols - 1, 0))),
+                 QCPRange(centre(nRows, rows, 0), centre(nRows, rows, std::max(rows - 1, 0))));
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) data->setCell(j, i, m(i, j));
+    for (int j = 0; j < cols; ++j) data->setCell(j, i, cells(i, j));
   if (!(hi > lo)) hi = lo + 1;  // a constant matrix still gets a valid scale
   target.map->setDataRange(QCPRange(lo, hi));
-  target.map->keyAxis()->setRange(-0.5, cols - 0.5);
-  target.map->valueAxis()->setRange(-0.5, rows - 0.5);
+  target.map->keyAxis()->setRange(-0.5, double(nCols) - 0.5);
+  target.map->valueAxis()->setRange(-0.5, double(nRows) - 0.5);
 }
 
 QCPBars* makeIndexBars(QCPAxis* keyAxis, QCPAxis* valueAxis, const QColor& color) {

@@ -6,10 +6,16 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "cuda/tile_index.h"
 #include "ops/esp/esp.h"
 #include "widgets/plot/plot_style.h"
 
 namespace tl {
+namespace {
+
+constexpr long long kSliceCells = 512;  // display blocks per side of a slice's permutation plan
+
+}  // namespace
 
 EspView::EspView(QWidget* parent) : FamilyView(parent) {
   auto* content = new QWidget(this);
@@ -110,13 +116,16 @@ void EspView::drawSlice() {
   const Eigen::Index nq = matchings.cols();
   Eigen::Index nk = result_->input ? result_->input->nKeys() : run->result.plan.cols();
   if (nk <= 0) nk = matchings.size() ? Eigen::Index(matchings.maxCoeff()) + 1 : 0;
-  MatD A = MatD::Zero(nq, nk);
+  // On at most kSliceCells² display blocks: a cell is 1 when its block holds a match, so the permutation stays
+  // visible (and exact up to kSliceCells tokens) at any n.
+  const long long rowBlocks = cuda::displayBlocks(nq, kSliceCells), colBlocks = cuda::displayBlocks(nk, kSliceCells);
+  MatD A = MatD::Zero(rowBlocks, colBlocks);
   if (l < matchings.rows())
     for (Eigen::Index i = 0; i < nq; ++i) {
       const auto j = Eigen::Index(std::lround(matchings(l, i)));
-      if (j >= 0 && j < nk) A(i, j) = 1;  // -1: padded query, no match
+      if (j >= 0 && j < nk) A(cuda::blockOf(i, nq, rowBlocks), cuda::blockOf(j, nk, colBlocks)) = 1;  // -1: padded
     }
-  fillMatrixMap(slicePlan_, A, 0, 1);
+  fillBlockMap(slicePlan_, A, nq, nk, 0, 1);
   slicePlan_.title->setText(tr("permutation plan of slice l = %1").arg(l));
   readout_->setText(tr("slice <b>l = %1</b> of %2 · w<sub>l</sub> = <b>%3</b> · D<sub>l</sub> = <b>%4</b>")
                         .arg(l).arg(w.rows()).arg(l < w.rows() ? w(l, 0) : NAN, 0, 'g', 4)

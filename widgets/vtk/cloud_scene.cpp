@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #include "widgets/plot/plot_style.h"
 
@@ -125,25 +127,55 @@ void CloudScene::setPixelScale(double scale) {
 
 namespace {
 
-// Indices of the `maxLines` largest positive masses among `count` candidates, largest first; ties keep
-// index order so the picture is reproducible. `positives` receives how many candidates are positive.
-template <class MassAt>
-std::vector<long long> largestMasses(long long count, MassAt mass, int maxLines, long long& positives) {
-  std::vector<long long> order;
-  order.reserve(size_t(count));
-  for (long long e = 0; e < count; ++e)
-    if (mass(e) > 0) order.push_back(e);
-  positives = (long long)order.size();
-  const size_t kept = std::min(order.size(), size_t(std::max(maxLines, 0)));
-  std::partial_sort(order.begin(), order.begin() + kept, order.end(),
-                    [&](long long a, long long b) { return mass(a) > mass(b) || (mass(a) == mass(b) && a < b); });
-  order.resize(kept);
-  return order;
-}
+// The `maxLines` largest positive masses of a stream of (index, mass) candidates, largest first; ties keep
+// index order so the picture is reproducible. Memory O(maxLines) whatever the number of candidates (n² plan
+// entries), so a large plan is scanned row block by row block, never held whole.
+class LargestMasses {
+ public:
+  explicit LargestMasses(int maxLines) : capacity_(size_t(std::max(maxLines, 0))) {}
+  void offer(long long index, double mass) {
+    if (!(mass > 0)) return;
+    ++positives_;
+    total_ += mass;
+    const Candidate c{index, mass};
+    if (heap_.size() < capacity_) {
+      heap_.push_back(c);
+      std::push_heap(heap_.begin(), heap_.end(), better);
+    } else if (capacity_ > 0 && better(c, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), better);
+      heap_.back() = c;
+      std::push_heap(heap_.begin(), heap_.end(), better);
+    }
+  }
+  long long positives() const { return positives_; }
+  double total() const { return total_; }
+  // (index, mass), largest first.
+  std::vector<std::pair<long long, double>> largestFirst() const {
+    std::vector<Candidate> sorted = heap_;
+    std::sort(sorted.begin(), sorted.end(), better);
+    std::vector<std::pair<long long, double>> out;
+    for (const Candidate& c : sorted) out.emplace_back(c.index, c.mass);
+    return out;
+  }
+
+ private:
+  struct Candidate {
+    long long index;
+    double mass;
+  };
+  // The heap's front is the worst kept candidate.
+  static bool better(const Candidate& a, const Candidate& b) {
+    return a.mass > b.mass || (a.mass == b.mass && a.index < b.index);
+  }
+  size_t capacity_;
+  std::vector<Candidate> heap_;
+  long long positives_ = 0;
+  double total_ = 0;
+};
 
 }  // namespace
 
-void CloudScene::update(const AttentionInput<double>& input, const MatD& plan, int maxLines,
+void CloudScene::update(const AttentionInput<double>& input, const Plan<double>& plan, int maxLines,
                         const CloudOverlay& overlay) {
   auto queries = pointCloud(input.Q);
   auto keys = pointCloud(input.K);
@@ -162,28 +194,31 @@ void CloudScene::update(const AttentionInput<double>& input, const MatD& plan, i
   points->InsertPoints(counts_.queries, counts_.keys, 0, keys->GetPoints());
   const vtkIdType firstKey = counts_.queries, firstPivot = counts_.queries + counts_.keys;
   std::vector<Segment> kept;
-  long long entries = 0;
+  LargestMasses largest(maxLines);
   if (counts_.flows) {
     const MatD& P1 = overlay.toPivots;
     const MatD& P2 = overlay.fromPivots;
     auto pivots = pointCloud(overlay.pivots);
     points->InsertPoints(firstPivot, counts_.pivots, 0, pivots->GetPoints());
     const long long n1 = P1.size();
-    auto mass = [&](long long e) { return e < n1 ? P1.data()[e] : P2.data()[e - n1]; };
-    for (long long e : largestMasses(n1 + P2.size(), mass, maxLines, entries)) {
+    for (long long e = 0; e < n1; ++e) largest.offer(e, P1.data()[e]);
+    for (long long e = 0; e < P2.size(); ++e) largest.offer(n1 + e, P2.data()[e]);
+    for (const auto& [e, mass] : largest.largestFirst()) {
       if (e < n1)
-        kept.push_back({vtkIdType(e / P1.cols()), firstPivot + vtkIdType(e % P1.cols()), mass(e)});
+        kept.push_back({vtkIdType(e / P1.cols()), firstPivot + vtkIdType(e % P1.cols()), mass});
       else
-        kept.push_back({firstPivot + vtkIdType((e - n1) / P2.cols()), firstKey + vtkIdType((e - n1) % P2.cols()),
-                        mass(e)});
+        kept.push_back({firstPivot + vtkIdType((e - n1) / P2.cols()), firstKey + vtkIdType((e - n1) % P2.cols()), mass});
     }
-    drawSegments(points, kept, entries, P1.sum() + P2.sum());
   } else {
-    auto mass = [&](long long e) { return plan.data()[e]; };
-    for (long long e : largestMasses(plan.size(), mass, maxLines, entries))
-      kept.push_back({vtkIdType(e / plan.cols()), firstKey + vtkIdType(e % plan.cols()), mass(e)});
-    drawSegments(points, kept, entries, plan.sum());
+    const long long cols = plan.cols();
+    plan.forEachRowBlock(256, [&](Eigen::Index first, const MatD& rows) {
+      for (Eigen::Index i = 0; i < rows.rows(); ++i)
+        for (Eigen::Index j = 0; j < rows.cols(); ++j) largest.offer((first + i) * cols + j, rows(i, j));
+    });
+    for (const auto& [e, mass] : largest.largestFirst())
+      kept.push_back({vtkIdType(e / cols), firstKey + vtkIdType(e % cols), mass});
   }
+  drawSegments(points, kept, largest.positives(), largest.total());
   drawDirections(input, overlay);
   updateLegend();
 }

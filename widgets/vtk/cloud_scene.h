@@ -8,6 +8,7 @@
 #include <vtkType.h>
 
 #include "common/attention_input.h"
+#include "ops/transport_plan.h"
 
 class vtkActor;
 class vtkCamera;
@@ -45,7 +46,7 @@ class CloudScene {
   CloudScene();
 
   // Q and K rows are points; plan is n_q × n_k in attention scale.
-  void update(const AttentionInput<double>& input, const MatD& plan, int maxLines,
+  void update(const AttentionInput<double>& input, const Plan<double>& plan, int maxLines,
               const CloudOverlay& overlay = {});
   // Point sizes and line widths in pixels are multiplied by `scale` (high-resolution exports).
   void setPixelScale(double scale);

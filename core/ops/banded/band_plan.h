@@ -27,6 +27,9 @@ class BandPlan final : public TransportPlan<T> {
     return X_->applyTransposed(ut_, vt_, scale_, padded(W, X_->rows())).topRows(cols_);
   }
   Mat<T> materialize() const override { return X_->plan(ut_, vt_, scale_).topLeftCorner(rows_, cols_); }
+  Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
+    return X_->planRows(ut_, vt_, scale_, first, count).leftCols(cols_);
+  }
   const char* kind() const override { return "band"; }
 
  private:

@@ -117,13 +117,16 @@ T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
 }
 
 template <class T>
-void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan) {
+void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan, Eigen::Index firstRow) {
   for (const auto& b : s.blocks) {
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
     const T entry = scale * T(b.mass) / T((q1 - q0) * (k1 - k0));
-    for (int r = q0; r < q1; ++r)
-      for (int c = k0; c < k1; ++c) plan(s.queryOrder[r], s.keyOrder[c]) += entry;
+    for (int r = q0; r < q1; ++r) {
+      const Eigen::Index i = s.queryOrder[r] - firstRow;
+      if (i < 0 || i >= plan.rows()) continue;
+      for (int c = k0; c < k1; ++c) plan(i, s.keyOrder[c]) += entry;
+    }
   }
 }
 
@@ -149,7 +152,7 @@ void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& outpu
   template T groundCost(T, double);                                                                             \
   template HardSlice hardSlice(const Vec<T>&, const Vec<T>&, const std::vector<RankCouplingEntry>&, TiePolicy); \
   template T sliceCost(const HardSlice&, const Mat<T>&, const Mat<T>&, double);                                 \
-  template void addSlicePlan(const HardSlice&, T, Mat<T>&);                                                     \
+  template void addSlicePlan(const HardSlice&, T, Mat<T>&, Eigen::Index);                                                     \
   template void addSliceProduct(const HardSlice&, T, const Mat<T>&, Mat<T>&, bool);
 TL_ESP_SLICE(float)
 TL_ESP_SLICE(double)

@@ -40,9 +40,10 @@ HardSlice hardSlice(const Vec<T>& queryProjection, const Vec<T>& keyProjection,
 template <class T>
 T sliceCost(const HardSlice& slice, const Mat<T>& Q, const Mat<T>& K, double p);
 
-// plan += scale·U_l (scale = n_q·w_l gives this slice's share of A = n_q·G).
+// plan += scale·U_l (scale = n_q·w_l gives this slice's share of A = n_q·G), for the rows
+// [firstRow, firstRow + plan.rows()) of U_l.
 template <class T>
-void addSlicePlan(const HardSlice& slice, T scale, Mat<T>& plan);
+void addSlicePlan(const HardSlice& slice, T scale, Mat<T>& plan, Eigen::Index firstRow = 0);
 
 // output += scale·U_l·V by gather: query i ∈ g_q receives scale·mass/(|g_q||g_k|)·Σ_{j∈g_k} v_j; with
 // `transposed`, output += scale·U_lᵀ·V (key j ∈ g_k receives the same share of Σ_{i∈g_q} v_i).

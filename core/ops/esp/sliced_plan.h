@@ -18,9 +18,10 @@ class SlicedPlan final : public TransportPlan<T> {
   Eigen::Index cols() const override { return cols_; }
   Mat<T> apply(const Mat<T>& V) const override { return product(V, rows_, false); }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return product(W, cols_, true); }
-  Mat<T> materialize() const override {
-    Mat<T> A = Mat<T>::Zero(rows_, cols_);
-    for (size_t l = 0; l < slices_.size(); ++l) addSlicePlan(slices_[l], share(l), A);
+  Mat<T> materialize() const override { return rowBlock(0, rows_); }
+  Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
+    Mat<T> A = Mat<T>::Zero(count, cols_);
+    for (size_t l = 0; l < slices_.size(); ++l) addSlicePlan(slices_[l], share(l), A, first);
     return A;
   }
   const char* kind() const override { return "sliced"; }

@@ -54,8 +54,13 @@ Mat<T> LotCoupling<T>::applyTransposed(const Mat<T>& W) const {
 
 template <class T>
 Mat<T> LotCoupling<T>::dense() const {
+  return denseRows(0, P1.rows());
+}
+
+template <class T>
+Mat<T> LotCoupling<T>::denseRows(Eigen::Index first, Eigen::Index count) const {
   const Vec<T> invw = (-logw.array()).exp().matrix();
-  return T(P1.rows()) * (P1 * (invw.asDiagonal() * P2));
+  return T(P1.rows()) * (P1.middleRows(first, count) * (invw.asDiagonal() * P2));
 }
 
 template <class T>

@@ -27,8 +27,9 @@ struct LotCoupling {
   Mat<T> apply(const Mat<T>& V) const;
   // Aᵀ W = n_q · P2ᵀ (diag(1/w) (P1ᵀ W)), likewise.
   Mat<T> applyTransposed(const Mat<T>& W) const;
-  // A = n_q · P1 diag(1/w) P2, n_q × n_k, for display and the dense checks.
+  // A = n_q · P1 diag(1/w) P2, n_q × n_k, for display and the dense checks; or only rows [first, first + count).
   Mat<T> dense() const;
+  Mat<T> denseRows(Eigen::Index first, Eigen::Index count) const;
   // Marginal errors of A from the factors in O(n r), never forming A (docs/operators/lot.md#outputs).
   MarginalErrors errors() const;
   // Attention-scale targets: rows 1, columns n_q/n_k (1 when square).

@@ -15,6 +15,7 @@ class LowRankPlan final : public TransportPlan<T> {
   Mat<T> apply(const Mat<T>& V) const override { return c_.apply(V); }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return c_.applyTransposed(W); }
   Mat<T> materialize() const override { return c_.dense(); }
+  Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override { return c_.denseRows(first, count); }
   const char* kind() const override { return "low-rank"; }
 
  private:

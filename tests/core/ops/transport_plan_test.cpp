@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
 #include "common/errors.h"
 #include "ops/plan_result.h"
 #include "ops/registry.h"
@@ -30,6 +34,21 @@ void expectConsistent(const Plan<double>& plan, const std::string& label) {
   EXPECT_TRUE(matricesNear(plan.applyTransposed(W), A.transpose() * W, 1e-12)) << label;
   EXPECT_TRUE(matricesNear(plan.rowSums(), A.rowwise().sum(), 1e-12)) << label;
   EXPECT_TRUE(matricesNear(plan.colSums(), A.colwise().sum().transpose(), 1e-12)) << label;
+  // Rows without the others, straight from the structure (a fresh copy would use the formed matrix).
+  const TransportPlan<double>& structure = *plan.structure();
+  EXPECT_TRUE(matricesNear(structure.rowBlock(3, 5), A.middleRows(3, 5), 1e-12)) << label;
+  EXPECT_TRUE(matricesNear(structure.rowBlock(0, A.rows()), A, 1e-12)) << label;
+  // Display tiles, row block by row block: 5 × 4 blocks of 12 × 12 (sizes 3 or 2).
+  const PooledPlan<double> tiles = structure.pooled(5, 4);
+  ASSERT_EQ(tiles.mean.rows(), 5) << label;
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 4; ++c) {
+      const auto block = A.block(tiles.rowStarts[size_t(r)], tiles.colStarts[size_t(c)],
+                                 tiles.rowStarts[size_t(r) + 1] - tiles.rowStarts[size_t(r)],
+                                 tiles.colStarts[size_t(c) + 1] - tiles.colStarts[size_t(c)]);
+      EXPECT_NEAR(tiles.mean(r, c), block.mean(), 1e-12) << label;
+      EXPECT_NEAR(tiles.max(r, c), block.maxCoeff(), 1e-12) << label;
+    }
 }
 
 TEST(TransportPlan, EveryFamilysPlanAnswersLikeItsDenseMatrix) {
@@ -69,6 +88,38 @@ TEST(TransportPlan, TheDenseMatrixIsFormedOnceAndCastsKeepTheStructure) {
   EXPECT_STREQ(wide.plan.kind(), "low-rank");
   EXPECT_TRUE(matricesNear(wide.plan.dense(), r32.plan.dense().cast<double>(), 0.0));
   EXPECT_TRUE(matricesNear(*wide.output, r32.output->cast<double>(), 0.0));
+}
+
+// A plan whose rows are cheap but whose dense matrix exceeds the cap: display tiles and row scans work
+// without it (the heatmap and the 3-D view of a large structured plan).
+class CheapRowsPlan final : public TransportPlan<double> {
+ public:
+  Eigen::Index rows() const override { return 4096; }
+  Eigen::Index cols() const override { return 65537; }  // 4096 × 65537 doubles: just over 2 GiB
+  MatD apply(const MatD& V) const override { return MatD::Ones(rows(), cols()) * V; }
+  MatD applyTransposed(const MatD& W) const override { return MatD::Ones(cols(), rows()) * W; }
+  MatD materialize() const override { throw std::logic_error("the whole matrix was formed"); }
+  MatD rowBlock(Eigen::Index first, Eigen::Index count) const override {
+    MatD block(count, cols());
+    for (Eigen::Index i = 0; i < count; ++i) block.row(i).setConstant(double(first + i));
+    return block;
+  }
+  const char* kind() const override { return "cheap rows"; }
+};
+
+TEST(TransportPlan, DisplayTilesAndRowScansOfAPlanBeyondTheCapNeverFormIt) {
+  const Plan<double> plan(std::make_shared<const CheapRowsPlan>());
+  EXPECT_THROW((void)plan.dense(), ResourceError);
+  const PooledPlan<double> tiles = plan.pooled(4, 3);
+  ASSERT_EQ(tiles.mean.rows(), 4);
+  EXPECT_DOUBLE_EQ(tiles.mean(0, 0), 511.5);  // rows 0..1023 hold their index
+  EXPECT_DOUBLE_EQ(tiles.max(3, 2), 4095.0);
+  double largest = -1;
+  plan.forEachRowBlock(1000, [&](Eigen::Index first, const MatD& rows) {
+    EXPECT_EQ(rows.rows(), std::min<Eigen::Index>(1000, 4096 - first));
+    largest = std::max(largest, rows.maxCoeff());
+  });
+  EXPECT_EQ(largest, 4095.0);
 }
 
 TEST(TransportPlan, DenseMatricesBeyondTheCapAreRefusedWithWhatToAskInstead) {
