@@ -94,8 +94,8 @@ void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
   mask_.scale->setVisible(false);
   mask_.title->setText(tr("support |i − j| ≤ W = %1  (%2 of %3 entries)")
                            .arg(W_)
-                           .arg(supported)
-                           .arg(double(nq) * double(nk)));
+                           .arg(qlonglong(supported))
+                           .arg(qlonglong(nq) * qlonglong(nk)));
   heading_->setText(tr("Band mask and per-tile errors  —  %1").arg(operatorCaption(run->spec).replace(QChar(0x0a), QChar(0x20))));
   tileTitle_->setText(tr("per-tile marginal error (tile = %1)").arg(tile));
 

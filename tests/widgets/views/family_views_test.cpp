@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/summary.h"
+#include "cuda/tile_index.h"
+#include "ops/registry.h"
 #include "session/engine.h"
 #include "support/gui_test_support.h"
 #include "widgets/panels/operator_form.h"
@@ -167,6 +169,49 @@ TEST_F(FamilyViewsTest, BandedViewMaskFollowsWAndTileBarsEqualTheExtras) {
   EXPECT_EQ(banded->bandWidth(), 3);
   EXPECT_EQ(banded->tileCount(), 5);  // ceil(48 / 10)
   check();
+}
+
+// Beyond 512 tokens the band and slice pictures are drawn on 512 × 512 display blocks: a band cell is the
+// share of its block inside the band, a slice cell is 1 where its block holds a match.
+TEST_F(FamilyViewsTest, BandAndSlicePicturesOfLongSequencesAreDrawnOnDisplayBlocks) {
+  Session s = window_->currentSession();
+  s.source = SourceSpec::parse("synthetic:gaussian:n=1100,d=8,seed=5");
+  s.operators = {OperatorRegistry::builtin().parse("banded:W=4")};
+  window_->loadSession(s);
+  ASSERT_TRUE(test::waitUntil([&] {
+    auto r = window_->lastResult();
+    return r && r->session.operators.front().family == "banded" && r->runs.front().result.plan.rows() == 1100;
+  }));
+  auto* banded = dynamic_cast<BandedView*>(window_->view("banded"));
+  const MatrixMap& mask = banded->mask();
+  ASSERT_EQ(mask.rows(), 512);
+  ASSERT_EQ(mask.columns(), 512);
+  // 1100 tokens over 512 blocks: block b starts at ⌊1100·b/512⌋, so block 0 is tokens 0–1, block 1 is 2–3,
+  // block 3 is 6–7. Block 0 × block 0 lies in the band; of block 1 × block 3, (2,7) does not: 3 of 4.
+  EXPECT_EQ(mask.cell(0, 0), 1.0);
+  EXPECT_EQ(mask.cell(0, 511), 0.0);
+  EXPECT_DOUBLE_EQ(mask.cell(1, 3), 0.75);
+  // The title counts the band's entries exactly: rows 4 from each end lose 4, 3, 2, 1 each.
+  EXPECT_NE(mask.title->text().indexOf(QString("(%1 of 1210000 entries)").arg(1100 * 9 - 2 * (4 + 3 + 2 + 1))), -1)
+      << mask.title->text().toStdString();
+
+  s.operators = {OperatorRegistry::builtin().parse("esp")};
+  window_->loadSession(s);
+  ASSERT_TRUE(test::waitUntil([&] {
+    auto r = window_->lastResult();
+    return r && r->session.operators.front().family == "esp" && r->runs.front().result.plan.rows() == 1100;
+  }));
+  auto* esp = dynamic_cast<EspView*>(window_->view("esp"));
+  const MatrixMap& slice = esp->slicePlan();
+  ASSERT_EQ(slice.rows(), 512);
+  const MatD& matchings = window_->lastResult()->runs.front().result.extras.at("esp_matchings");
+  double drawn = 0;
+  for (int r = 0; r < 512; ++r)
+    for (int c = 0; c < 512; ++c) drawn += slice.cell(r, c);
+  EXPECT_GT(drawn, 0);
+  EXPECT_LE(drawn, 1100);  // at most one cell per query's match
+  const auto j0 = long(std::lround(matchings(0, 0)));
+  EXPECT_EQ(slice.cell(0, int(cuda::blockOf(j0, 1100, 512))), 1.0);  // query 0 sits in row block 0
 }
 
 TEST_F(FamilyViewsTest, CompareModeHoldsTwoOperatorsAndItsViewEqualsTheCoreAnalysis) {
