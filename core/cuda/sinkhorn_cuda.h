@@ -4,6 +4,7 @@
 // device memory O(batch·n·(d + d_v)), never n_q × n_k unless the dense plan is asked for.
 // Conventions and the problem: attention_problem.h. Throws InvalidArgument (bad request), CudaError (no
 // device, old driver, out of memory, kernel failure) or tl::Canceled; device memory is released on every path.
+#include <utility>
 #include <vector>
 
 #include "cuda/attention_problem.h"
@@ -11,6 +12,10 @@
 namespace tl::cuda {
 
 struct SinkhornCudaParams {
+  SinkhornCudaParams() = default;
+  SinkhornCudaParams(int budget, double temperature, std::vector<float> initialColumnDuals = {})
+      : T(budget), eps(temperature), initialV(std::move(initialColumnDuals)) {}
+
   int T = 10;        // budget: single normalisations, rows first (T = 1 is row softmax of X)
   double eps = 1.0;  // temperature: X = QKᵀ/(√d·eps)
   // The column duals before the first half-step ([batch][nk], score coordinates, finite or −inf on an
