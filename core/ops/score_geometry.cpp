@@ -136,6 +136,13 @@ Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eige
 }
 
 template <class T>
+std::vector<PlanEntry<T>> BandScores<T>::entries(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
+  std::vector<PlanEntry<T>> out;
+  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { out.push_back({i, j, a}); });
+  return out;
+}
+
+template <class T>
 Mat<T> BandScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
   Mat<T> O = Mat<T>::Zero(nq_, V.cols());
   forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { O.row(i) += a * V.row(j); });

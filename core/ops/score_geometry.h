@@ -6,6 +6,7 @@
 //                 memory and every pass are O(n·W). Rows (columns) with no support entry are inactive.
 // Entries off the support are −inf: they carry exactly zero mass.
 #include "common/matrix.h"
+#include "ops/transport_plan.h"
 
 namespace tl {
 
@@ -44,12 +45,15 @@ class BandScores {
   Mat<T> planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first, Eigen::Index count) const;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)
   Mat<T> applyTransposed(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& W) const;  // Aᵀ·W
+  // The plan's support entries with active rows and columns, row-major: O(n·W).
+  std::vector<PlanEntry<T>> entries(const Vec<T>& ut, const Vec<T>& vt, T scale) const;
 
  private:
   // visit(i, j, A_ij) for every support entry with active i and j, in rows [first, end) (end −1: all).
   template <class Visit>
   void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first = 0,
                     Eigen::Index end = -1) const;
+
   // Columns of row i held in band storage: j = i − W + b for b in [first(i), last(i)].
   Eigen::Index firstSlot(Eigen::Index i) const;
   Eigen::Index lastSlot(Eigen::Index i) const;

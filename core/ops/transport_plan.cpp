@@ -1,5 +1,7 @@
 #include "ops/transport_plan.h"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "common/errors.h"
@@ -31,6 +33,27 @@ PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
   for (long long c = 0; c <= bc; ++c) p.colStarts.push_back(cuda::blockStart(c, cols(), bc));
   p.mean.resize(br, bc);
   p.max.resize(br, bc);
+  if (const auto entries = storedEntries()) {
+    // Sums and maxima of the stored entries per block; a block with fewer stored entries than cells also
+    // holds zeros.
+    p.mean.setZero();
+    p.max.setConstant(-std::numeric_limits<T>::infinity());
+    Eigen::Matrix<long long, Eigen::Dynamic, Eigen::Dynamic> stored =
+        Eigen::Matrix<long long, Eigen::Dynamic, Eigen::Dynamic>::Zero(br, bc);
+    for (const PlanEntry<T>& e : *entries) {
+      const long long r = cuda::blockOf(e.row, rows(), br), c = cuda::blockOf(e.col, cols(), bc);
+      p.mean(r, c) += e.value;
+      p.max(r, c) = std::max(p.max(r, c), e.value);
+      ++stored(r, c);
+    }
+    for (long long r = 0; r < br; ++r)
+      for (long long c = 0; c < bc; ++c) {
+        const long long cells = (p.rowStarts[r + 1] - p.rowStarts[r]) * (p.colStarts[c + 1] - p.colStarts[c]);
+        p.mean(r, c) /= T(cells);
+        if (stored(r, c) < cells) p.max(r, c) = std::max(p.max(r, c), T(0));
+      }
+    return p;
+  }
   for (long long r = 0; r < br; ++r) {
     const Mat<T> A = rowBlock(p.rowStarts[r], p.rowStarts[r + 1] - p.rowStarts[r]);
     for (long long c = 0; c < bc; ++c) {
@@ -61,6 +84,14 @@ class CastPlan final : public TransportPlan<To> {
   Mat<To> materialize() const override { return inner_->materialize().template cast<To>(); }
   Mat<To> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     return inner_->rowBlock(first, count).template cast<To>();
+  }
+  std::optional<std::vector<PlanEntry<To>>> storedEntries() const override {
+    const auto inner = inner_->storedEntries();
+    if (!inner) return std::nullopt;
+    std::vector<PlanEntry<To>> out;
+    out.reserve(inner->size());
+    for (const auto& e : *inner) out.push_back({e.row, e.col, To(e.value)});
+    return out;
   }
   const char* kind() const override { return inner_->kind(); }
   PooledPlan<To> pooled(int maxRows, int maxCols) const override {
@@ -125,6 +156,12 @@ Vec<T> Plan<T>::rowSums() const {
 template <class T>
 Vec<T> Plan<T>::colSums() const {
   return applyTransposed(Mat<T>::Ones(rows(), 1)).col(0);
+}
+
+template <class T>
+std::optional<std::vector<PlanEntry<T>>> Plan<T>::storedEntries() const {
+  if (!plan_) return std::nullopt;
+  return plan_->storedEntries();
 }
 
 template <class T>

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/matrix.h"
@@ -25,6 +26,13 @@ template <class T>
 struct PooledPlan {
   std::vector<long long> rowStarts, colStarts;  // rows + 1, cols + 1 entries
   Mat<T> mean, max;
+};
+
+// One stored entry of a sparse plan: A(row, col) = value.
+template <class T>
+struct PlanEntry {
+  Eigen::Index row, col;
+  T value;
 };
 
 template <class T>
@@ -44,8 +52,12 @@ class TransportPlan {
   // Rows [first, first + count) of A, without forming the others. The default applies Aᵀ to unit vectors;
   // plans with cheap rows (dense, low-rank, band) form them directly.
   virtual Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
-  // Block mean and max on at most maxRows × maxCols blocks. The default pools row block by row block, so the
-  // n_q × n_k matrix is never held whole (no cap); plans that live on the GPU pool there.
+  // Sparse plans (the band, slice matchings) hold O(n·W) or O(L·n) entries: these, each (row, col) once and
+  // in row-major order, every other entry 0. Empty optional for plans that are not sparse.
+  virtual std::optional<std::vector<PlanEntry<T>>> storedEntries() const { return std::nullopt; }
+  // Block mean and max on at most maxRows × maxCols blocks. The default pools a sparse plan's stored entries,
+  // others row block by row block, so the n_q × n_k matrix is never held whole (no cap); plans that live on
+  // the GPU pool there.
   virtual PooledPlan<T> pooled(int maxRows, int maxCols) const;
 };
 
@@ -103,6 +115,7 @@ class Plan {
   // row in blocks of `blockRows`: visit(first, rows). Views that scan every entry use these, so a structured
   // plan is never formed whole.
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
+  std::optional<std::vector<PlanEntry<T>>> storedEntries() const;  // TransportPlan::storedEntries
   template <class Visit>
   void forEachRowBlock(Eigen::Index blockRows, Visit&& visit) const {
     for (Eigen::Index first = 0; first < rows(); first += blockRows) {

@@ -211,10 +211,14 @@ void CloudScene::update(const AttentionInput<double>& input, const Plan<double>&
     }
   } else {
     const long long cols = plan.cols();
-    plan.forEachRowBlock(256, [&](Eigen::Index first, const MatD& rows) {
-      for (Eigen::Index i = 0; i < rows.rows(); ++i)
-        for (Eigen::Index j = 0; j < rows.cols(); ++j) largest.offer((first + i) * cols + j, rows(i, j));
-    });
+    if (const auto entries = plan.storedEntries()) {  // a sparse plan: its O(n·W) or O(L·n) entries
+      for (const PlanEntry<double>& e : *entries) largest.offer(e.row * cols + e.col, e.value);
+    } else {
+      plan.forEachRowBlock(256, [&](Eigen::Index first, const MatD& rows) {
+        for (Eigen::Index i = 0; i < rows.rows(); ++i)
+          for (Eigen::Index j = 0; j < rows.cols(); ++j) largest.offer((first + i) * cols + j, rows(i, j));
+      });
+    }
     for (const auto& [e, mass] : largest.largestFirst())
       kept.push_back({vtkIdType(e / cols), firstKey + vtkIdType(e % cols), mass});
   }

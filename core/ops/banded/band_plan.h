@@ -30,6 +30,12 @@ class BandPlan final : public TransportPlan<T> {
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     return X_->planRows(ut_, vt_, scale_, first, count).leftCols(cols_);
   }
+  std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
+    std::vector<PlanEntry<T>> shown;  // the real tokens' entries (not the dustbin's)
+    for (const PlanEntry<T>& e : X_->entries(ut_, vt_, scale_))
+      if (e.row < rows_ && e.col < cols_) shown.push_back(e);
+    return shown;
+  }
   const char* kind() const override { return "band"; }
 
  private:

@@ -116,18 +116,32 @@ T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
   return total;
 }
 
-template <class T>
-void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan, Eigen::Index firstRow) {
+namespace {
+
+// visit(i, j, a) for every entry of scale·U_l: each tie-group block spreads its mass evenly.
+template <class T, class Visit>
+void forEachSliceEntry(const HardSlice& s, T scale, Visit&& visit) {
   for (const auto& b : s.blocks) {
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
     const T entry = scale * T(b.mass) / T((q1 - q0) * (k1 - k0));
-    for (int r = q0; r < q1; ++r) {
-      const Eigen::Index i = s.queryOrder[r] - firstRow;
-      if (i < 0 || i >= plan.rows()) continue;
-      for (int c = k0; c < k1; ++c) plan(i, s.keyOrder[c]) += entry;
-    }
+    for (int r = q0; r < q1; ++r)
+      for (int c = k0; c < k1; ++c) visit(Eigen::Index(s.queryOrder[r]), Eigen::Index(s.keyOrder[c]), entry);
   }
+}
+
+}  // namespace
+
+template <class T>
+void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan, Eigen::Index firstRow) {
+  forEachSliceEntry(s, scale, [&](Eigen::Index i, Eigen::Index j, T a) {
+    if (i >= firstRow && i < firstRow + plan.rows()) plan(i - firstRow, j) += a;
+  });
+}
+
+template <class T>
+void addSliceEntries(const HardSlice& s, T scale, std::vector<PlanEntry<T>>& entries) {
+  forEachSliceEntry(s, scale, [&](Eigen::Index i, Eigen::Index j, T a) { entries.push_back({i, j, a}); });
 }
 
 template <class T>
@@ -152,7 +166,8 @@ void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& outpu
   template T groundCost(T, double);                                                                             \
   template HardSlice hardSlice(const Vec<T>&, const Vec<T>&, const std::vector<RankCouplingEntry>&, TiePolicy); \
   template T sliceCost(const HardSlice&, const Mat<T>&, const Mat<T>&, double);                                 \
-  template void addSlicePlan(const HardSlice&, T, Mat<T>&, Eigen::Index);                                                     \
+  template void addSlicePlan(const HardSlice&, T, Mat<T>&, Eigen::Index);                                       \
+  template void addSliceEntries(const HardSlice&, T, std::vector<PlanEntry<T>>&);                                                     \
   template void addSliceProduct(const HardSlice&, T, const Mat<T>&, Mat<T>&, bool);
 TL_ESP_SLICE(float)
 TL_ESP_SLICE(double)

@@ -9,6 +9,7 @@
 
 #include "common/matrix.h"
 #include "ops/esp/rank_coupling.h"
+#include "ops/transport_plan.h"
 
 namespace tl {
 
@@ -44,6 +45,9 @@ T sliceCost(const HardSlice& slice, const Mat<T>& Q, const Mat<T>& K, double p);
 // [firstRow, firstRow + plan.rows()) of U_l.
 template <class T>
 void addSlicePlan(const HardSlice& slice, T scale, Mat<T>& plan, Eigen::Index firstRow = 0);
+// entries += the entries of scale·U_l (a pair appears once per slice; SlicedPlan merges them).
+template <class T>
+void addSliceEntries(const HardSlice& slice, T scale, std::vector<PlanEntry<T>>& entries);
 
 // output += scale·U_l·V by gather: query i ∈ g_q receives scale·mass/(|g_q||g_k|)·Σ_{j∈g_k} v_j; with
 // `transposed`, output += scale·U_lᵀ·V (key j ∈ g_k receives the same share of Σ_{i∈g_q} v_i).

@@ -2,6 +2,7 @@
 // Hard ESP's plan as an object (ops/transport_plan.h): A = n_q·Σ_l w_l U_l with each slice plan U_l kept as
 // its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers. A·V and Aᵀ·W gather rows per slice in
 // O(L·n·d); the dense matrix is formed only when a view asks (docs/operators/esp.md#lazy-path).
+#include <algorithm>
 #include <vector>
 
 #include "ops/esp/esp_slice.h"
@@ -19,6 +20,21 @@ class SlicedPlan final : public TransportPlan<T> {
   Mat<T> apply(const Mat<T>& V) const override { return product(V, rows_, false); }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return product(W, cols_, true); }
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
+  std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
+    std::vector<PlanEntry<T>> all;
+    for (size_t l = 0; l < slices_.size(); ++l) addSliceEntries(slices_[l], share(l), all);
+    // Slices can match the same pair: one entry per pair, row-major, their shares summed.
+    std::sort(all.begin(), all.end(), [](const PlanEntry<T>& a, const PlanEntry<T>& b) {
+      return a.row < b.row || (a.row == b.row && a.col < b.col);
+    });
+    std::vector<PlanEntry<T>> merged;
+    for (const PlanEntry<T>& e : all)
+      if (!merged.empty() && merged.back().row == e.row && merged.back().col == e.col)
+        merged.back().value += e.value;
+      else
+        merged.push_back(e);
+    return merged;
+  }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     Mat<T> A = Mat<T>::Zero(count, cols_);
     for (size_t l = 0; l < slices_.size(); ++l) addSlicePlan(slices_[l], share(l), A, first);

@@ -38,7 +38,20 @@ void expectConsistent(const Plan<double>& plan, const std::string& label) {
   const TransportPlan<double>& structure = *plan.structure();
   EXPECT_TRUE(matricesNear(structure.rowBlock(3, 5), A.middleRows(3, 5), 1e-12)) << label;
   EXPECT_TRUE(matricesNear(structure.rowBlock(0, A.rows()), A, 1e-12)) << label;
-  // Display tiles, row block by row block: 5 × 4 blocks of 12 × 12 (sizes 3 or 2).
+  // A sparse plan's stored entries: each pair once, row-major, and every other entry 0.
+  if (const auto entries = structure.storedEntries()) {
+    MatD fromEntries = MatD::Zero(A.rows(), A.cols());
+    for (size_t k = 0; k < entries->size(); ++k) {
+      const PlanEntry<double>& e = (*entries)[k];
+      if (k > 0) {
+        const PlanEntry<double>& before = (*entries)[k - 1];
+        EXPECT_TRUE(before.row < e.row || (before.row == e.row && before.col < e.col)) << label << " entry " << k;
+      }
+      fromEntries(e.row, e.col) += e.value;
+    }
+    EXPECT_TRUE(matricesNear(fromEntries, A, 1e-12)) << label;
+  }
+  // Display tiles (from the stored entries or row block by row block): 5 × 4 blocks of 12 × 12.
   const PooledPlan<double> tiles = structure.pooled(5, 4);
   ASSERT_EQ(tiles.mean.rows(), 5) << label;
   for (int r = 0; r < 5; ++r)
@@ -49,6 +62,17 @@ void expectConsistent(const Plan<double>& plan, const std::string& label) {
       EXPECT_NEAR(tiles.mean(r, c), block.mean(), 1e-12) << label;
       EXPECT_NEAR(tiles.max(r, c), block.maxCoeff(), 1e-12) << label;
     }
+}
+
+TEST(TransportPlan, TheBandAndTheSliceMatchingsAreSparse) {
+  const auto& reg = OperatorRegistry::builtin();
+  for (const char* spec : {"banded:W=2", "esp:tau=0.5"}) {
+    const auto r = reg.create(reg.parse(spec))->run(tokens(12, 4, 3), noFeedback());
+    const auto entries = r.plan.structure()->storedEntries();
+    ASSERT_TRUE(entries.has_value()) << spec;
+    EXPECT_LT(entries->size(), size_t(12 * 12 / 2)) << spec;  // band: 12·5 − 6; slices: at most L·12
+  }
+  EXPECT_FALSE(reg.create(reg.parse("lot:r=4"))->run(tokens(12, 4, 3), noFeedback()).plan.storedEntries());
 }
 
 TEST(TransportPlan, EveryFamilysPlanAnswersLikeItsDenseMatrix) {
