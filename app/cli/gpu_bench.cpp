@@ -20,6 +20,7 @@
 #include "cuda/bench_cuda.h"
 #include "cuda/device_query.h"
 #include "io/atomic_file.h"
+#include "ops/asap/asap.h"
 #include "ops/lot/lot.h"
 #include "ops/registry.h"
 #include "reference_bench.h"
@@ -88,8 +89,7 @@ DeviceBench benchOnDevice(const OperatorSpec& op, cuda::BenchShape shape, int re
   }
   shape.eps = getReal(op.params, "eps");
   if (op.family == "asap") {
-    const bool asap0 = getString(op.params, "variant") == "asap0";
-    shape.T = asap0 ? 1 : getString(op.params, "closing") == "row" ? 2 : 3;
+    shape.T = asapClosures(parseAsapVariant(getString(op.params, "variant")), parseClosing(getString(op.params, "closing")));
     return {cuda::benchSinkhorn(shape, 1, repeats), (shape.T + 1) * heads * n * n};
   }
   shape.T = int(getInt(op.params, "T"));

@@ -32,12 +32,6 @@ using ResultTest = std::function<bool(const SessionResult&)>;
 
 long long budgetOf(const SessionResult& r) { return getInt(r.session.operators.front().params, "T"); }
 
-// A numeric parameter's value as a double (Int or Real).
-double numberOf(const ParamValue& value) {
-  if (const auto* i = std::get_if<long long>(&value)) return double(*i);
-  return std::get<double>(value);
-}
-
 // Runs the event loop until the window shows a result that passes `wanted` (or the timeout passes), then
 // lets the views paint it. A failed computation ends the benchmark with its message (e.g. diff on the
 // three-dimensional cloud: an odd head dimension).
@@ -146,7 +140,7 @@ std::vector<Move> parameterMoves(MainWindow& window, const std::string& name, in
                        *expected = control->value();
                      },
                      [name, expected](const SessionResult& r) {
-                       const double got = numberOf(r.session.operators.front().params.at(name));
+                       const double got = getReal(r.session.operators.front().params, name);
                        return std::abs(got - *expected) <= 1e-12 * std::max(1.0, std::abs(*expected));
                      }});
   }

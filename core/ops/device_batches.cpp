@@ -8,11 +8,14 @@ namespace {
 bool sameShapeAndMask(const AttentionInput<float>& a, const AttentionInput<float>& b) {
   const bool shapes = a.Q.rows() == b.Q.rows() && a.K.rows() == b.K.rows() && a.Q.cols() == b.Q.cols() &&
                       bool(a.V) == bool(b.V) && (!a.V || a.V->cols() == b.V->cols());
-  const bool masks = bool(a.mask) == bool(b.mask) && (!a.mask || (*a.mask == *b.mask).all());
-  return shapes && masks;
+  return shapes && sameMask(a, b);
 }
 
 }  // namespace
+
+bool sameMask(const AttentionInput<float>& a, const AttentionInput<float>& b) {
+  return bool(a.mask) == bool(b.mask) && (!a.mask || (a.mask->size() == b.mask->size() && (*a.mask == *b.mask).all()));
+}
 
 std::vector<PlanResult<float>> runInDeviceBatches(const AttentionBatch<float>& heads, MaskMode mode,
                                                   const DeviceLaunch& launch) {

@@ -18,6 +18,9 @@ namespace tl {
 using DeviceLaunch =
     std::function<std::vector<PlanResult<float>>(const AttentionBatch<float>& heads, const std::optional<Mask>& keyMask)>;
 
+// Whether two heads carry the same mask (or none): heads that do share a launch and its compaction.
+bool sameMask(const AttentionInput<float>& a, const AttentionInput<float>& b);
+
 // Validates every head (InvalidArgument), then runs the launches. A result per head, in order.
 std::vector<PlanResult<float>> runInDeviceBatches(const AttentionBatch<float>& heads, MaskMode mode,
                                                   const DeviceLaunch& launch);

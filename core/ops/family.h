@@ -66,7 +66,7 @@ class FamilyOperator final : public Operator {
   std::vector<PlanResult<float>> runCuda(const AttentionBatch<float>& heads, const DeviceRequest& request,
                                          Feedback& feedback) const override {
     if (const auto why = cudaUnsupported()) throw ResourceError(family_ + " cannot run on the GPU: " + *why);
-    return cuda_.run(heads, typed_, request, cudaDenseKernels(), feedback);
+    return runOnDevice(heads, request, cudaDenseKernels(), feedback);
   }
   bool hasDevicePath() const override { return cuda_.run && !(cuda_.unsupported && cuda_.unsupported(typed_)); }
   std::vector<PlanResult<float>> runOnDevice(const AttentionBatch<float>& heads, const DeviceRequest& request,

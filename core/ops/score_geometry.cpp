@@ -122,11 +122,6 @@ void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Vi
 }
 
 template <class T>
-Mat<T> BandScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
-  return planRows(ut, vt, scale, 0, nq_);
-}
-
-template <class T>
 Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first,
                                Eigen::Index count) const {
   Mat<T> P = Mat<T>::Zero(count, nk_);

@@ -40,8 +40,7 @@ class BandScores {
 
   Vec<T> rowLogSumExp(const Vec<T>& colShift) const;
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;
-  Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // dense, for display only
-  // Rows [first, first + count) of the dense plan: O(count·(n_k + W)).
+  // Rows [first, first + count) of the dense plan (display only): O(count·(n_k + W)).
   Mat<T> planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first, Eigen::Index count) const;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)
   Mat<T> applyTransposed(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& W) const;  // Aᵀ·W

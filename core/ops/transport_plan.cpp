@@ -170,8 +170,6 @@ Mat<T> Plan<T>::rowBlock(Eigen::Index first, Eigen::Index count) const {
   if (first < 0 || count < 0 || first + count > rows())
     throw InvalidArgument("rows " + std::to_string(first) + " to " + std::to_string(first + count) +
                           " are not rows of a plan with " + std::to_string(rows()));
-  if (const auto* d = dynamic_cast<const DensePlan<T>*>(plan_.get())) return d->matrix().middleRows(first, count);
-  if (cache_->matrix.size()) return cache_->matrix.middleRows(first, count);  // formed already
   return plan_->rowBlock(first, count);
 }
 

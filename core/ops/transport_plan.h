@@ -111,9 +111,8 @@ class Plan {
   Vec<T> rowSums() const;
   Vec<T> colSums() const;
   PooledPlan<T> pooled(int maxRows, int maxCols) const;
-  // Rows [first, first + count) (from the dense matrix when it was formed, else from the structure), and every
-  // row in blocks of `blockRows`: visit(first, rows). Views that scan every entry use these, so a structured
-  // plan is never formed whole.
+  // Rows [first, first + count) from the structure, and every row in blocks of `blockRows`: visit(first,
+  // rows). Views that scan every entry use these, so a structured plan is never formed whole.
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const;  // TransportPlan::storedEntries
   template <class Visit>

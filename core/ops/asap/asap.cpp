@@ -109,6 +109,11 @@ Closing parseClosing(const std::string& text) {
 }
 const char* closingName(Closing closing) { return closing == Closing::Row ? "row" : "column"; }
 
+int asapClosures(AsapVariant variant, Closing closing) {
+  if (variant == AsapVariant::Asap0) return 1;
+  return closing == Closing::Row ? 2 : 3;
+}
+
 const ParamBindings<AsapParams>& asapParamBindings() {
   static const ParamBindings<AsapParams> bindings = [] {
     auto vector = [](const ParamValue& path) -> VecD { return readNpyMatrixCached(std::get<std::string>(path)).reshaped(); };

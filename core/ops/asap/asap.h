@@ -28,6 +28,9 @@ AsapVariant parseAsapVariant(const std::string& text);  // "two-sided" | "asap0"
 const char* asapVariantName(AsapVariant variant);
 Closing parseClosing(const std::string& text);  // "column" | "row"
 const char* closingName(Closing closing);
+// Entropic closures after u0: asap0 one (v1); two-sided row closing two (v1, u1), column closing three
+// (v1, u1, v2).
+int asapClosures(AsapVariant variant, Closing closing);
 
 struct AsapParams {
   AsapVariant variant;

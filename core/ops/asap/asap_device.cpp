@@ -13,12 +13,6 @@
 namespace tl {
 namespace {
 
-// Closures after u0: asap0 one (v1); two-sided row closing two (v1, u1); column closing three (v1, u1, v2).
-int closures(const AsapParams& p) {
-  if (p.variant == AsapVariant::Asap0) return 1;
-  return p.closing == Closing::Row ? 2 : 3;
-}
-
 // Heads of one launch: equal shapes, one key mask (keep-queries) or none.
 std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, const std::optional<Mask>& keyMask,
                                          const AsapParams& p, const DeviceRequest& request,
@@ -46,7 +40,7 @@ std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, con
   cuda::CudaOptions options;
   options.errors = true;
   options.canceled = [&feedback] { return feedback.isCanceled(); };
-  const int steps = closures(p);
+  const int steps = asapClosures(p.variant, p.closing);
   const cuda::CudaAttentionResult loop = kernels.sinkhorn(transposed, {steps, p.eps, u0}, options);
   const std::vector<float>& u = loop.v;  // the original orientation: queries' duals, keys' duals
   const std::vector<float>& v = loop.u;
@@ -86,10 +80,6 @@ std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, con
     r.backend = Backend::Cuda;
   }
   return results;
-}
-
-bool sameMask(const AttentionInput<float>& a, const AttentionInput<float>& b) {
-  return bool(a.mask) == bool(b.mask) && (!a.mask || (a.mask->size() == b.mask->size() && (*a.mask == *b.mask).all()));
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ class BandPlan final : public TransportPlan<T> {
   Mat<T> applyTransposed(const Mat<T>& W) const override {
     return X_->applyTransposed(ut_, vt_, scale_, padded(W, X_->rows())).topRows(cols_);
   }
-  Mat<T> materialize() const override { return X_->plan(ut_, vt_, scale_).topLeftCorner(rows_, cols_); }
+  Mat<T> materialize() const override { return rowBlock(0, rows_); }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     return X_->planRows(ut_, vt_, scale_, first, count).leftCols(cols_);
   }
