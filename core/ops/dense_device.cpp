@@ -56,10 +56,8 @@ std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, cons
     if (request.densePlan) {
       r.plan = batchItem(g.plan, item, nq, nk);
     } else {
-      DeviceHead head{heads[item].Q, heads[item].K, problem.logMu, problem.logNu, float(nq)};
-      r.plan = Plan<float>(std::make_shared<const DevicePlan>(std::move(head), batchSlice(g.u, item, size_t(nq)),
-                                                              batchSlice(g.v, item, size_t(nk)),
-                                                              run.softmax ? 1.0 : run.eps, kernels));
+      r.plan = keptOnDevice({heads[item].Q, heads[item].K, problem.logMu, problem.logNu, float(nq)}, g.u, g.v, item,
+                            run.softmax ? 1.0 : run.eps, kernels);
     }
     r.seconds = g.seconds;  // the launch's wall time, shared by its heads
     r.backend = Backend::Cuda;

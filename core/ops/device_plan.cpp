@@ -1,6 +1,9 @@
 #include "ops/device_plan.h"
 
+#include <memory>
 #include <utility>
+
+#include "ops/device_batches.h"
 
 namespace tl {
 
@@ -23,6 +26,13 @@ cuda::AttentionProblem DeviceHead::problem(const MatF* V) const {
 
 Mat<float> matrixOf(const std::vector<float>& values, Eigen::Index rows, Eigen::Index cols) {
   return Eigen::Map<const Mat<float>>(values.data(), rows, cols);
+}
+
+Plan<float> keptOnDevice(DeviceHead head, const std::vector<float>& u, const std::vector<float>& v, size_t item,
+                         double eps, const DenseKernels& kernels) {
+  std::vector<float> headU = batchSlice(u, item, size_t(head.Q.rows()));
+  std::vector<float> headV = batchSlice(v, item, size_t(head.K.rows()));
+  return Plan<float>(std::make_shared<const DevicePlan>(std::move(head), std::move(headU), std::move(headV), eps, kernels));
 }
 
 DevicePlan::DevicePlan(DeviceHead head, std::vector<float> u, std::vector<float> v, double eps,

@@ -43,6 +43,11 @@ class DevicePlan final : public TransportPlan<float> {
   const DenseKernels& kernels_;
 };
 
+// Head `item` of a launch kept as its duals: u [batch][n_q] and v [batch][n_k] (score coordinates) are the
+// launch's, sliced for that head.
+Plan<float> keptOnDevice(DeviceHead head, const std::vector<float>& u, const std::vector<float>& v, size_t item,
+                         double eps, const DenseKernels& kernels);
+
 // Row-major values as a rows × cols matrix.
 Mat<float> matrixOf(const std::vector<float>& values, Eigen::Index rows, Eigen::Index cols);
 

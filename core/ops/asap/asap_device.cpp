@@ -72,9 +72,8 @@ std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, con
     if (request.densePlan) {
       r.plan = batchItem(applied.plan, item, nq, nk);
     } else {
-      DeviceHead head{heads[item].Q, heads[item].K, original.logMu, original.logNu, float(nq)};
-      r.plan = Plan<float>(std::make_shared<const DevicePlan>(std::move(head), batchSlice(u, item, size_t(nq)),
-                                                              batchSlice(v, item, size_t(nk)), p.eps, kernels));
+      r.plan = keptOnDevice({heads[item].Q, heads[item].K, original.logMu, original.logNu, float(nq)}, u, v, item,
+                            p.eps, kernels);
     }
     r.seconds = seconds;  // the launches' wall time, shared by their heads
     r.backend = Backend::Cuda;

@@ -109,9 +109,7 @@ std::vector<PlanResult<float>> diffBatch(const AttentionBatch<float>& heads, con
       r.plan = batchItem(first.run.plan, b, nq, nk) - lambda * batchItem(second.run.plan, b, nq, nk);
     } else {
       auto map = [&](const HalfMap& m) {
-        DeviceHead head{m.Q[b], m.K[b], logMu, logNu, float(nq)};
-        return Plan<float>(std::make_shared<const DevicePlan>(std::move(head), batchSlice(m.run.u, b, size_t(nq)),
-                                                              batchSlice(m.run.v, b, size_t(nk)), 1.0, kernels));
+        return keptOnDevice({m.Q[b], m.K[b], logMu, logNu, float(nq)}, m.run.u, m.run.v, b, 1.0, kernels);
       };
       r.plan = Plan<float>(std::make_shared<const DifferencePlan>(map(first), map(second), lambda));
     }
