@@ -43,7 +43,9 @@ ParamValue parseText(const ParamSpec& spec, const std::string& text, const std::
     case ParamType::Int: {
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !std::isfinite(v) || v != std::floor(v)) throw bad("an integer in " + rangeText(spec));
+      // 2^53: beyond it doubles skip integers, and far beyond it the conversion to long long is undefined.
+      if (text.empty() || *end != '\0' || !std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 0x1p53)
+        throw bad("an integer in " + rangeText(spec));
       return (long long)v;
     }
     case ParamType::Real: {

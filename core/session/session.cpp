@@ -52,7 +52,8 @@ namespace {
 
 json paramsToJson(const ParamSet& params) {
   json j = json::object();
-  for (const auto& [name, value] : params) std::visit([&](const auto& v) { j[name] = v; }, value);
+  // An explicit pair, not a structured binding: lambdas may capture bindings only from C++20 (clang refuses).
+  for (const auto& entry : params) std::visit([&](const auto& v) { j[entry.first] = v; }, entry.second);
   return j;
 }
 
@@ -132,6 +133,18 @@ SourceSpec sourceFromJson(const json& j, const std::string& baseDir) {
   return s;
 }
 
+// A figure is rendered at width·scale × height·scale pixels; beyond these bounds it would need gigabytes.
+void validateExportSettings(const ExportSettings& e) {
+  constexpr int kLargestSide = 16384;
+  constexpr double kLargestScale = 8;
+  if (e.width < 1 || e.width > kLargestSide || e.height < 1 || e.height > kLargestSide)
+    throw InvalidArgument("session: export width and height must be 1 to " + std::to_string(kLargestSide) +
+                          " pixels, not " + std::to_string(e.width) + " × " + std::to_string(e.height));
+  if (!(e.scale > 0 && e.scale <= kLargestScale) || e.width * e.scale > kLargestSide || e.height * e.scale > kLargestSide)
+    throw InvalidArgument("session: export scale must be above 0 and keep width·scale and height·scale within " +
+                          std::to_string(kLargestSide) + " pixels");
+}
+
 json toJsonWithBase(const Session& s, const std::string& baseDir) {
   json ops = json::array();
   for (const auto& op : s.operators) ops.push_back({{"family", op.family}, {"params", paramsToJson(op.params)}});
@@ -156,15 +169,16 @@ json toJsonWithBase(const Session& s, const std::string& baseDir) {
 json Session::toJson() const { return toJsonWithBase(*this, ""); }
 
 Session Session::fromJson(const json& j, const std::string& baseDir) {
-  if (!j.is_object() || j.value("format", "") != kFormatName)
-    throw InvalidArgument(std::string("not a TransportLens session (expected \"format\": \"") + kFormatName + "\")");
-  const int version = j.value("version", 0);
-  if (version > kFormatVersion)
-    throw InvalidArgument("session format version " + std::to_string(version) +
-                          " is newer than this TransportLens understands (" + std::to_string(kFormatVersion) +
-                          "); update TransportLens");
-  if (version < 1) throw InvalidArgument("session has no valid \"version\"");
+  // Every read is inside the try: json::value throws when a field has the wrong type ("format": [..]).
   try {
+    if (!j.is_object() || j.value("format", "") != kFormatName)
+      throw InvalidArgument(std::string("not a TransportLens session (expected \"format\": \"") + kFormatName + "\")");
+    const int version = j.value("version", 0);
+    if (version > kFormatVersion)
+      throw InvalidArgument("session format version " + std::to_string(version) +
+                            " is newer than this TransportLens understands (" + std::to_string(kFormatVersion) +
+                            "); update TransportLens");
+    if (version < 1) throw InvalidArgument("session has no valid \"version\"");
     Session s;
     if (!j.contains("source") || !j["source"].is_object())
       throw InvalidArgument("session has no \"source\" object (synthetic generator or files)");
@@ -186,6 +200,7 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
     s.exportSettings.width = ex.value("width", s.exportSettings.width);
     s.exportSettings.height = ex.value("height", s.exportSettings.height);
     s.exportSettings.scale = ex.value("scale", s.exportSettings.scale);
+    validateExportSettings(s.exportSettings);
     return s;
   } catch (const json::exception& e) {
     throw InvalidArgument(std::string("session: ") + e.what());
@@ -202,7 +217,7 @@ Session Session::load(const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number that overflows a double
     throw FileError(path + ": not a valid session file (JSON error: " + e.what() + ")");
   }
   try {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
@@ -22,9 +23,22 @@ const json& required(const json& j, const std::string& field, const std::string&
   return j.at(field);
 }
 
+// Far above any ViT (ViT-22B: 48 layers, 6144 wide; ImageNet-21k: 21843 labels), and low enough that what a config
+// implies (a name and shape per tensor, a string per label, patch counts in int) stays small: a corrupt or hostile
+// config.json must fail here rather than make the loader allocate for a model no weight file holds.
+int largestAllowed(const std::string& field) {
+  static const std::map<std::string, int> limits = {
+      {"num_hidden_layers", 1024}, {"num_attention_heads", 1024}, {"num_channels", 64},
+      {"image_size", 1 << 14},     {"patch_size", 1 << 14},       {"num_labels", 1 << 20}};
+  const auto it = limits.find(field);
+  return it == limits.end() ? 1 << 20 : it->second;  // widths: hidden_size, intermediate_size, head_dim
+}
+
 int positiveInt(const json& value, const std::string& field, const std::string& source) {
-  if (!value.is_number_integer() || value.get<long long>() < 1 || value.get<long long>() > (1 << 30))
-    throw fieldError(source, field, "must be a positive integer, not " + value.dump());
+  const int largest = largestAllowed(field);
+  if (!value.is_number_integer() || value.get<long long>() < 1 || value.get<long long>() > largest)
+    throw fieldError(source, field, "must be a positive integer no larger than " + std::to_string(largest) + ", not " +
+                                        value.dump());
   return value.get<int>();
 }
 

@@ -61,7 +61,7 @@ float decodeElement(StoredType t, const unsigned char* bytes) {
 
 void decodeElements(StoredType t, const unsigned char* bytes, size_t count, float* out) {
   if (t == StoredType::F32) {
-    std::memcpy(out, bytes, count * sizeof(float));
+    if (count > 0) std::memcpy(out, bytes, count * sizeof(float));  // an empty tensor may have no buffer at all
     return;
   }
   const size_t size = elementSize(t);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/errors.h"
 
@@ -86,15 +87,24 @@ PickleValue valueOf(Kind kind) {
   return v;
 }
 
-PickleValue tupleOf(std::vector<PickleValue> items) {
-  PickleValue v = valueOf(Kind::Tuple);
-  *v.items = std::move(items);
-  return v;
-}
+// Deeper than any checkpoint nests its dicts and lists; deeper structures would also overflow the stack when their
+// shared containers are released.
+constexpr int kMaxNesting = 256;
 
 class Unpickler {
  public:
   Unpickler(std::string_view bytes, const std::string& where) : bytes_(bytes), where_(where) {}
+
+  // A pickle can make a container hold itself (APPEND a memo'd list to itself), which torch.save never does but
+  // which would leak the shared containers. The containers the result does not reach, or all of them when the
+  // pickle is refused, are emptied here; that breaks every cycle, and releases nested containers one by one.
+  ~Unpickler() {
+    auto kept = [&](const void* container) { return accepted_ && reached_.count(container); };
+    for (auto& items : tuplesAndLists_)
+      if (!kept(items.get())) items->clear();
+    for (auto& entries : dicts_)
+      if (!kept(entries.get())) entries->clear();
+  }
 
   PickleValue run() {
     while (pos_ < bytes_.size()) {
@@ -102,6 +112,8 @@ class Unpickler {
       const uint8_t code = next<uint8_t>();
       if (code == op::STOP) {
         if (stack_.empty()) fail("STOP with an empty stack");
+        checkAcyclic(stack_.back());
+        accepted_ = true;
         return stack_.back();
       }
       execute(code);
@@ -110,6 +122,56 @@ class Unpickler {
   }
 
  private:
+  // Every tuple, list and dict is made here, so the destructor can reach them all.
+  PickleValue container(Kind kind, std::vector<PickleValue> items = {}) {
+    PickleValue v = valueOf(kind);
+    if (v.items) {
+      *v.items = std::move(items);
+      tuplesAndLists_.push_back(v.items);
+    }
+    if (v.entries) dicts_.push_back(v.entries);
+    return v;
+  }
+
+  // Depth-first over the containers of `result` (iteratively: the nesting is what is being checked). Fills
+  // reached_; refuses a container inside itself and nesting beyond kMaxNesting.
+  void checkAcyclic(const PickleValue& result) {
+    struct Visit {
+      const PickleValue* value;
+      size_t next;  // the next child to visit
+    };
+    std::vector<Visit> path{{&result, 0}};
+    std::unordered_set<const void*> onPath;
+    auto identity = [](const PickleValue& v) -> const void* {
+      return v.items ? static_cast<const void*>(v.items.get()) : static_cast<const void*>(v.entries.get());
+    };
+    auto childCount = [](const PickleValue& v) { return v.items ? v.items->size() : v.entries ? 2 * v.entries->size() : 0; };
+    auto child = [](const PickleValue& v, size_t i) -> const PickleValue& {
+      if (v.items) return (*v.items)[i];
+      return i % 2 == 0 ? (*v.entries)[i / 2].first : (*v.entries)[i / 2].second;
+    };
+    if (!identity(result)) return;
+    onPath.insert(identity(result));
+    reached_.insert(identity(result));
+    while (!path.empty()) {
+      Visit& top = path.back();
+      if (top.next == childCount(*top.value)) {
+        onPath.erase(identity(*top.value));
+        path.pop_back();
+        continue;
+      }
+      const PickleValue& c = child(*top.value, top.next++);
+      const void* id = identity(c);
+      if (!id) continue;
+      if (onPath.count(id)) fail("a list, tuple or dict contains itself; torch.save never writes that");
+      if (path.size() >= size_t(kMaxNesting))
+        fail("containers nest deeper than " + std::to_string(kMaxNesting) + " levels; torch.save never writes that");
+      if (!reached_.insert(id).second) continue;  // shared, and already checked below another parent
+      onPath.insert(id);
+      path.push_back({&c, 0});
+    }
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw FileError(where_ + ": pickle byte " + std::to_string(opStart_) + ": " + what);
   }
@@ -183,7 +245,7 @@ class Unpickler {
   void pushTuple(size_t n) {
     std::vector<PickleValue> items(n);
     for (size_t i = n; i-- > 0;) items[i] = pop();
-    push(tupleOf(std::move(items)));
+    push(container(Kind::Tuple, std::move(items)));
   }
 
   void memoize(uint32_t index) { memo_[index] = top(); }
@@ -237,10 +299,10 @@ class Unpickler {
         pushString(next<uint8_t>());
         return;
       case op::EMPTY_TUPLE:
-        push(valueOf(Kind::Tuple));
+        push(container(Kind::Tuple));
         return;
       case op::TUPLE:
-        push(tupleOf(popToMark()));
+        push(container(Kind::Tuple, popToMark()));
         return;
       case op::TUPLE1:
         pushTuple(1);
@@ -252,7 +314,7 @@ class Unpickler {
         pushTuple(3);
         return;
       case op::EMPTY_LIST:
-        push(valueOf(Kind::List));
+        push(container(Kind::List));
         return;
       case op::APPEND: {
         PickleValue v = pop();
@@ -266,7 +328,7 @@ class Unpickler {
         return;
       }
       case op::EMPTY_DICT:
-        push(valueOf(Kind::Dict));
+        push(container(Kind::Dict));
         return;
       case op::SETITEM: {
         PickleValue value = pop();
@@ -361,7 +423,7 @@ class Unpickler {
     const auto& a = *args.items;
     if (callable.text == kOrderedDict) {
       if (!a.empty()) fail("collections.OrderedDict called with arguments, which is not supported");
-      push(valueOf(Kind::Dict));
+      push(container(Kind::Dict));
     } else if (callable.text == kRebuildTensor) {
       push(rebuildTensor(a));
     } else if (callable.text == kRebuildParameter) {
@@ -433,6 +495,10 @@ class Unpickler {
   std::vector<PickleValue> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint32_t, PickleValue> memo_;
+  std::vector<std::shared_ptr<std::vector<PickleValue>>> tuplesAndLists_;
+  std::vector<std::shared_ptr<std::vector<std::pair<PickleValue, PickleValue>>>> dicts_;
+  std::unordered_set<const void*> reached_;  // containers of the returned value
+  bool accepted_ = false;                    // the returned value passed checkAcyclic: its containers stay intact
 };
 
 }  // namespace

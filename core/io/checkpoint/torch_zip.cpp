@@ -11,8 +11,10 @@ namespace {
 
 using Kind = PickleValue::Kind;
 
-// Deeper nesting than this does not occur in checkpoints; it guards against self-referencing pickles.
-constexpr int kMaxNesting = 64;
+// The unpickler refuses cycles and deep nesting, but containers may still be shared (the memo), and a pickle that
+// puts one list twice into another, level after level, names 2^levels tensors. No checkpoint comes near this many
+// values; a file that does is refused instead of flattened forever.
+constexpr int64_t kMaxVisitedValues = int64_t(1) << 22;
 // A broadcast view (stride 0) may describe more elements than its storage holds; expanding one beyond
 // this many elements is refused rather than allocating whatever a corrupt header claims.
 constexpr int64_t kMaxExpandedElements = int64_t(1) << 24;
@@ -42,7 +44,7 @@ class Flattener {
     if (root.kind != Kind::Dict)
       throw FileError(zip_.path() + ": the checkpoint holds a " + pickleKindName(root.kind) +
                       ", not a dict of tensors");
-    visit(root, "", 0);
+    visit(root, "");
     return std::move(tensors_);
   }
 
@@ -55,27 +57,33 @@ class Flattener {
     return prefix.empty() ? key : prefix + "." + key;
   }
 
-  bool containsTensor(const PickleValue& v, int depth) const {
-    if (depth > kMaxNesting) throw FileError(zip_.path() + ": values are nested too deeply; the pickle is corrupt");
+  void count() {
+    if (++visited_ > kMaxVisitedValues)
+      throw FileError(zip_.path() + ": the pickle's containers refer to each other more often than any checkpoint's; "
+                      "the file is corrupt");
+  }
+
+  bool containsTensor(const PickleValue& v) {
+    count();
     if (v.kind == Kind::Tensor) return true;
     if (v.items)
       for (const auto& item : *v.items)
-        if (containsTensor(item, depth + 1)) return true;
+        if (containsTensor(item)) return true;
     if (v.entries)
       for (const auto& [key, value] : *v.entries)
-        if (containsTensor(value, depth + 1)) return true;
+        if (containsTensor(value)) return true;
     return false;
   }
 
-  void visit(const PickleValue& v, const std::string& name, int depth) {
+  void visit(const PickleValue& v, const std::string& name) {
     if (v.kind == Kind::Tensor) {
       add(name, *v.tensor);
-    } else if (!containsTensor(v, depth)) {
+    } else if (!containsTensor(v)) {
       if (skipped_) skipped_->push_back(name);
     } else if (v.kind == Kind::Dict) {
-      for (const auto& [key, value] : *v.entries) visit(value, join(name, keyText(key, name)), depth + 1);
+      for (const auto& [key, value] : *v.entries) visit(value, join(name, keyText(key, name)));
     } else {
-      for (size_t i = 0; i < v.items->size(); ++i) visit((*v.items)[i], join(name, std::to_string(i)), depth + 1);
+      for (size_t i = 0; i < v.items->size(); ++i) visit((*v.items)[i], join(name, std::to_string(i)));
     }
   }
 
@@ -153,6 +161,7 @@ class Flattener {
   std::string folder_;
   std::vector<std::string>* skipped_;
   TensorMap tensors_;
+  int64_t visited_ = 0;
 };
 
 }  // namespace

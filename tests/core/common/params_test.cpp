@@ -87,6 +87,8 @@ TEST(Params, ParseText) {
   EXPECT_EQ(s.parse("", "demo"), s.resolve({}, "demo"));
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)s.parse("rate=abc", "demo"); }, {"rate"}));
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)s.parse("steps=1e400", "demo"); }, {"steps"}));
+  // Found by the fuzzer: finite, integral, but beyond long long (the conversion was undefined behaviour).
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)s.parse("steps=1e52", "demo"); }, {"steps"}));
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)s.parse("rate=nan", "demo"); }, {"rate"}));
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)s.parse("flag=maybe", "demo"); }, {"flag"}));
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)s.parse("nokeyvalue", "demo"); }));

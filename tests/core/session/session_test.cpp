@@ -189,6 +189,29 @@ TEST(Session, RejectsMalformedFiles) {
   EXPECT_TRUE(throwsWith<FileError>([&] { (void)Session::load(missing); }, {missing}));
 }
 
+// Found by the fuzzer (tests/fuzz/corpus/session/found-*): a field of the wrong JSON type where the format name is
+// read, and a number too large for a double, both escaped as raw JSON exceptions.
+TEST(Session, RejectsWhatTheFuzzerFound) {
+  test::TempDir dir;
+  test::writeBytes(dir.file("format.json"), R"({"format": ["transportlens-session"], "version": 1})");
+  EXPECT_TRUE(rejected([&] { (void)Session::load(dir.file("format.json")); }, {"format.json"}));
+  test::writeBytes(dir.file("overflow.json"), "1e999999");
+  EXPECT_TRUE(rejected([&] { (void)Session::load(dir.file("overflow.json")); }, {"overflow.json", "JSON"}));
+}
+
+TEST(Session, RejectsExportSizesNoFigureCouldHave) {
+  for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
+           {"width", 1 << 30}, {"height", -5}, {"scale", 0.0}, {"scale", 1e300}}) {
+    json j = richSession().toJson();
+    j["export"][field] = value;
+    EXPECT_TRUE(rejected([&] { (void)Session::fromJson(j); }, {"export"})) << field << " = " << value;
+  }
+  json fine = richSession().toJson();
+  fine["export"]["width"] = 4000;
+  fine["export"]["scale"] = 4.0;
+  EXPECT_EQ(Session::fromJson(fine).exportSettings.width, 4000);
+}
+
 TEST(Session, RejectsBadContent) {
   const json good = richSession().toJson();
   // Replace every occurrence of the family name "sinkhorn" by an unknown one.

@@ -79,6 +79,20 @@ TEST(VitConfig, ErrorsNameTheFileAndTheField) {
   EXPECT_TRUE(throwsWith<FileError>([&] { parseVitConfig(noLabels, "c.json"); }, {"id2label", "num_labels"}));
 }
 
+// Found by the fuzzer (tests/fuzz/corpus/hf_model/found-2e30-layers): a config asking for 2^30 layers made the
+// loader list 16 tensor names per layer before any weight was read.
+TEST(VitConfig, RefusesSizesBeyondAnyVit) {
+  std::string deep = kHfConfig;
+  const size_t at = deep.find("\"num_hidden_layers\": ");
+  ASSERT_NE(at, std::string::npos);
+  deep.replace(at, deep.find(',', at) - at, "\"num_hidden_layers\": 1073741824");
+  EXPECT_TRUE(throwsWith<FileError>([&] { parseVitConfig(deep, "c.json"); }, {"num_hidden_layers", "no larger than 1024"}));
+  std::string manyLabels = kHfConfig;
+  manyLabels.replace(manyLabels.find("\"id2label\""), 10, "\"unused\"");
+  EXPECT_TRUE(throwsWith<FileError>([&] { parseVitConfig(withField(manyLabels, R"("num_labels": 1073741824)"), "c.json"); },
+                                    {"num_labels", "no larger than"}));
+}
+
 TEST(VitConfig, NormalisesPixelsPerChannel) {
   VitConfig c = parseVitConfig(kHfConfig, "config.json");
   c.imageSize = 2;

@@ -86,6 +86,23 @@ TEST(TorchPickle, MemoSharesContainersAndProtocol4FramingIsAccepted) {
   EXPECT_EQ(entry(root, "c").items, entry(root, "a").items);
 }
 
+// Found by the fuzzer (tests/fuzz/corpus/torch_pickle/found-list-in-itself): a list appended to itself through the
+// memo. Python allows it; torch.save never writes it, and the shared containers would form a cycle that leaks.
+TEST(TorchPickle, RefusesContainersInsideThemselvesAndExtremeNesting) {
+  EXPECT_TRUE(fails(Pickle().proto().op(']').op('q').byte(0).op('h').byte(0).op('a').op('.'), {"contains itself"}));
+  // The cycle may also go through a dict, and hide below the returned value.
+  EXPECT_TRUE(fails(Pickle().proto().op('}').op('q').byte(0).str("k").op(']').op('h').byte(0).op('a').op('s').op('.'),
+                    {"contains itself"}));
+  // A cycle in a value the pickle drops is released without an error (LeakSanitizer checks the release).
+  const PickleValue kept = load(Pickle().proto().op(']').op('q').byte(0).op('h').byte(0).op('a').integer(3).op('.'));
+  EXPECT_EQ(kept.integer, 3);
+  Pickle deep;
+  deep.proto();
+  for (int i = 0; i < 300; ++i) deep.op(']');
+  for (int i = 0; i < 299; ++i) deep.op('a');
+  EXPECT_TRUE(fails(deep.op('.'), {"deeper than 256"}));
+}
+
 TEST(TorchPickle, RebuildsTensorsFromPersistentStorages) {
   Pickle p;
   p.proto().orderedDict().mark();

@@ -194,7 +194,16 @@ TEST_F(TorchZipDamage, SelfReferencingPicklesDoNotRecurseForever) {
   // L = []; L.append(L); {'x': L} — a cycle no checkpoint has, but a corrupt file might.
   Pickle p;
   p.proto().op('}').str("x").op(']').op('q').byte(1).op('h').byte(1).op('a').op('s').stop();
-  EXPECT_TRUE(fails(checkpoint(p, {}), {"nested too deeply"}));
+  EXPECT_TRUE(fails(checkpoint(p, {}), {"contains itself"}));
+}
+
+TEST_F(TorchZipDamage, SharedContainersCannotMultiplyWithoutBound) {
+  // T0 = [], T(k+1) = (Tk, Tk) for 40 levels: a few hundred bytes whose flattening would visit 2^40 values.
+  Pickle p;
+  p.proto().op('}').str("x").op(']').op('q').byte(0);
+  for (int level = 1; level <= 40; ++level) p.op('h').byte(uint8_t(level - 1)).op(0x86).op('q').byte(uint8_t(level));
+  p.op('s').stop();
+  EXPECT_TRUE(fails(checkpoint(p, {}), {"refer to each other"}));
 }
 
 }  // namespace
