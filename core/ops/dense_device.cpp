@@ -6,6 +6,7 @@
 
 #include "ops/device_batches.h"
 #include "ops/device_plan.h"
+#include "ops/log_domain.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
 
@@ -16,6 +17,7 @@ namespace {
 std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, const std::optional<Mask>& keyMask,
                                         const DenseDeviceRun& run, const DeviceRequest& request,
                                         const DenseKernels& kernels, Feedback& feedback) {
+  for (const auto& head : heads) checkScaledScoreBound(head.Q, head.K, run.eps);
   const AttentionInput<float>& first = heads.front();
   const Eigen::Index nq = first.Q.rows(), nk = first.K.rows(), d = first.Q.cols();
   const Eigen::Index dv = first.V ? first.V->cols() : 0;

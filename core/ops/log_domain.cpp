@@ -1,7 +1,10 @@
 #include "ops/log_domain.h"
 
 #include <cmath>
+#include <iomanip>
 #include <limits>
+#include <sstream>
+#include <string>
 
 #include "common/errors.h"
 
@@ -43,6 +46,47 @@ Mat<T> scores(const Mat<T>& Q, const Mat<T>& K) {
   return (Q * K.transpose()) / std::sqrt(T(Q.cols()));
 }
 
+template <class T>
+void checkScaledScores(T maxAbsScore, double eps) {
+  const char* type = sizeof(T) == 4 ? "float32" : "float64";
+  auto text = [](double x) {
+    std::ostringstream out;
+    out << std::setprecision(3) << x;
+    return out.str();
+  };
+  if (!std::isfinite(maxAbsScore))
+    throw InvalidArgument(std::string("the scores QKᵀ/√d overflow ") + type +
+                          ": entries of Q or K are too large; scale the queries and keys down (or use float64)");
+  // The potentials grow as large as X, and a plan entry is exp(X + u + v) with u + v cancelling X: its exponent is
+  // off by about |X|·(unit roundoff). Past 2^-10 that is a wrong plan whose marginals no longer hold (S/eps = 1e301
+  // gave column sums of 64 right after a column normalisation), so refuse it: 8.8e12 in float64, 16384 in float32.
+  const double largest = std::ldexp(1.0, -10) / (double(std::numeric_limits<T>::epsilon()) / 2);
+  const double scaled = double(maxAbsScore) / eps;
+  if (!(scaled <= largest))
+    throw InvalidArgument(std::string("the scaled scores S/eps are too large for ") + type + " (above " + text(largest) +
+                          " rounding alone spoils the plan): the largest |S|/eps is " +
+                          text(scaled) + " (largest |S| = " + text(maxAbsScore) + ", eps = " + text(eps) +
+                          "); raise eps to at least " + text(double(maxAbsScore) / largest) +
+                          " or scale the queries and keys down" + (sizeof(T) == 4 ? " (or use float64)" : ""));
+}
+
+template <class T>
+Mat<T> scaledScores(const Mat<T>& S, double eps) {
+  // NaN compares false, so a NaN entry fails the check too.
+  const T maxAbs = S.size() == 0 ? T(0) : S.cwiseAbs().maxCoeff();
+  checkScaledScores(S.allFinite() ? maxAbs : std::numeric_limits<T>::infinity(), eps);
+  return S / T(eps);
+}
+
+template <class T>
+void checkScaledScoreBound(const Mat<T>& Q, const Mat<T>& K, double eps) {
+  if (Q.size() == 0 || K.size() == 0) return;
+  // In double, so that the bound itself cannot overflow before it is compared.
+  const double bound = Q.template cast<double>().rowwise().norm().maxCoeff() *
+                       K.template cast<double>().rowwise().norm().maxCoeff() / std::sqrt(double(Q.cols()));
+  checkScaledScores(bound <= double(std::numeric_limits<T>::max()) ? T(bound) : std::numeric_limits<T>::infinity(), eps);
+}
+
 void checkDenseSize(long long nQueries, long long nKeys, size_t bytesPerEntry, const char* what) {
   // The CPU reference keeps a few dense n_q × n_k matrices (scores, plan); cap their footprint well below
   // the memory of a small workstation instead of letting the allocator fail mid-way.
@@ -55,6 +99,12 @@ void checkDenseSize(long long nQueries, long long nKeys, size_t bytesPerEntry, c
   }
 }
 
+template void checkScaledScores(float, double);
+template void checkScaledScores(double, double);
+template Mat<float> scaledScores(const Mat<float>&, double);
+template void checkScaledScoreBound(const Mat<float>&, const Mat<float>&, double);
+template void checkScaledScoreBound(const Mat<double>&, const Mat<double>&, double);
+template Mat<double> scaledScores(const Mat<double>&, double);
 template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);

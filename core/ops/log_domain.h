@@ -29,6 +29,18 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift);
 template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K);
 
+// X = S/eps, refused with an InvalidArgument before any iteration when S or X is not finite, or when |X| is so
+// large that X plus two potentials of its size could overflow T (docs/conventions.md#overflow). `maxAbsScore` is
+// max |S_ij| (NaN or inf when QKᵀ itself overflowed); the message names it, eps and what to change.
+template <class T>
+void checkScaledScores(T maxAbsScore, double eps);
+template <class T>
+Mat<T> scaledScores(const Mat<T>& S, double eps);  // S/eps after checkScaledScores
+// The same check where S is never formed on the host (the device paths): |S_ij| ≤ max‖q_i‖·max‖k_j‖/√d
+// (Cauchy–Schwarz) stands in for max |S|, so a refusal can come slightly early, never late.
+template <class T>
+void checkScaledScoreBound(const Mat<T>& Q, const Mat<T>& K, double eps);
+
 // Refuses dense n_q × n_k work beyond `bytesLimit` with a ResourceError that says how much it needs.
 void checkDenseSize(long long nQueries, long long nKeys, size_t bytesPerEntry, const char* what);
 

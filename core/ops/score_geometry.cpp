@@ -30,7 +30,7 @@ struct OnlineLse {
 }  // namespace
 
 template <class T>
-DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scores(Q, K) / eps) {}
+DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(scores(Q, K), eps)) {}
 
 template <class T>
 Vec<T> DenseScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
@@ -55,9 +55,18 @@ Mat<T> DenseScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const 
 template <class T>
 BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth)
     : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Mat<T>::Constant(Q.rows(), 2 * halfWidth + 1, kNegInf<T>)) {
-  const T scale = T(1) / (std::sqrt(T(Q.cols())) * eps);
+  const T root = std::sqrt(T(Q.cols()));
+  T maxAbsScore = 0;
+  bool finite = true;
   for (Eigen::Index i = 0; i < nq_; ++i)
-    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) band_(i, b) = scale * Q.row(i).dot(K.row(i - W_ + b));
+    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
+      const T score = Q.row(i).dot(K.row(i - W_ + b)) / root;
+      finite = finite && std::isfinite(score);
+      maxAbsScore = std::max(maxAbsScore, std::abs(score));
+      band_(i, b) = score;
+    }
+  checkScaledScores(finite ? maxAbsScore : std::numeric_limits<T>::infinity(), double(eps));
+  band_ /= eps;  // off-band slots stay −inf
 }
 
 template <class T>

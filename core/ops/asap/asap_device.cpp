@@ -7,6 +7,7 @@
 #include "ops/asap/asap_steps.h"
 #include "ops/device_batches.h"
 #include "ops/device_plan.h"
+#include "ops/log_domain.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
 
@@ -18,6 +19,7 @@ std::vector<PlanResult<float>> asapBatch(const AttentionBatch<float>& heads, con
                                          const AsapParams& p, const DeviceRequest& request,
                                          const DenseKernels& kernels, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
+  for (const auto& head : heads) checkScaledScoreBound(head.Q, head.K, p.eps);
   const int batch = int(heads.size());
   const Eigen::Index nq = heads.front().Q.rows(), nk = heads.front().K.rows(), d = heads.front().Q.cols();
   const int dv = heads.front().V ? int(heads.front().V->cols()) : 0;

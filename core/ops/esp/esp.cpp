@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "common/errors.h"
 #include "ops/esp/sliced_plan.h"
@@ -172,6 +173,12 @@ Mat<T> widenMatchings(const Mat<T>& sub, const std::vector<Eigen::Index>& valid,
 
 template <class T>
 Vec<T> sliceWeights(const Vec<T>& costs, double tau) {
+  // An infinite cost (squared distances of projections near 1e154 in float64, 1e19 in float32) would make every
+  // weight NaN through inf − inf; refuse it before it reaches the plan (docs/conventions.md#overflow).
+  if (!costs.allFinite())
+    throw InvalidArgument(std::string("esp: the slice costs D_l overflow ") + (sizeof(T) == 4 ? "float32" : "float64") +
+                          ": the queries and keys are too large; scale them down" +
+                          (sizeof(T) == 4 ? " (or use float64)" : ""));
   // Scalar std::exp: a far-off slice gets exactly 0 (Eigen's vectorised exp stops at a denormal), so large
   // tau gives an exact one-hot weight and G = U_argmin (docs/operators/esp.md#checks).
   const Vec<T> e = (-T(tau) * (costs.array() - costs.minCoeff())).unaryExpr([](T x) { return std::exp(x); }).matrix();

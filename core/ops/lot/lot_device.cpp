@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops/device_batches.h"
+#include "ops/log_domain.h"
 #include "ops/lot/lot_coupling.h"
 #include "ops/lot/lot_steps.h"
 
@@ -41,6 +42,11 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
   const int nq = int(heads.front().Q.rows()), nk = int(heads.front().K.rows()), d = int(heads.front().Q.cols());
   const int r = int(pivots.front().locations.rows());
   const int dv = heads.front().V ? int(heads.front().V->cols()) : 0;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const MatF Z = pivots[h].locations.cast<float>();
+    checkScaledScoreBound(heads[h].Q, Z, p.eps);
+    checkScaledScoreBound(Z, heads[h].K, p.eps);
+  }
   const Vec<float> logw = logPivotMasses<float>(pivots.front().massLogits, p.massTemp);
   const Vec<float> logQueries = Vec<float>::Constant(nq, -std::log(float(nq)));  // a = 1/n_q
   const Vec<float> logKeys = Vec<float>::Constant(nk, -std::log(float(nk)));     // b = 1/n_k
