@@ -59,7 +59,6 @@ TEST_F(TlensFamilies, SinkhornColumnEndingHasBalancedColumns) {
 }
 
 TEST_F(TlensFamilies, AsapWithSliceAndBetaFiles) {
-  TL_SKIP_UNLESS_LISTED("asap");
   writeNpy(path("TH.npy"), smoothMatrix(3, 4, 0.2));  // L = 3 slices of dimension d = 4
   writeNpy(path("b.npy"), VecD(smoothMatrix(3, 1, 1.0).col(0)));
   const auto m = plan("asap:slices=" + path("TH.npy") + ",beta=" + path("b.npy") + ",variant=two-sided",
@@ -69,20 +68,17 @@ TEST_F(TlensFamilies, AsapWithSliceAndBetaFiles) {
 }
 
 TEST_F(TlensFamilies, Banded) {
-  TL_SKIP_UNLESS_LISTED("banded");
   const auto m = plan("banded:W=16,base_steps=15,tail_steps=2", {"plan.npy", "banded_tile_row_errors.npy"});
   expectAnalyses(m);
 }
 
 TEST_F(TlensFamilies, EspHardIsExactlyDoublyStochastic) {
-  TL_SKIP_UNLESS_LISTED("esp");
   const auto m = plan("esp:tau=1,slicer=axis", {"plan.npy", "esp_weights.npy", "esp_directions.npy", "metrics.json"});
   expectAnalyses(m);
   EXPECT_LT(m["column_mass"]["gini"].get<double>(), 1e-12);
 }
 
 TEST_F(TlensFamilies, LotWithPivotAndMassFilesHasRankAtMostR) {
-  TL_SKIP_UNLESS_LISTED("lot");
   writeNpy(path("Z.npy"), smoothMatrix(3, 4, 0.7));  // r = 3 pivots of dimension d = 4
   writeNpy(path("w.npy"), VecD(smoothMatrix(3, 1, 2.0).col(0)));
   const auto m =
@@ -93,7 +89,6 @@ TEST_F(TlensFamilies, LotWithPivotAndMassFilesHasRankAtMostR) {
 }
 
 TEST_F(TlensFamilies, Diff) {
-  TL_SKIP_UNLESS_LISTED("diff");
   expectAnalyses(plan("diff:lambda=0.5", {"plan.npy", "metrics.json"}));
 }
 
