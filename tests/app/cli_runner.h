@@ -36,9 +36,4 @@ int lineCount(const std::string& text);
 // Whether `tlens --help` lists the operator family (a line "  <family>  <description>").
 bool familyListed(const std::string& family);
 
-// Skips the calling test, naming the family, when this build's registry lacks it.
-#define TL_SKIP_UNLESS_LISTED(family)                                      \
-  if (!::tl::testing::familyListed(family))                                \
-  GTEST_SKIP() << "operator family '" << (family) << "' is not registered in this build"
-
 }  // namespace tl::testing

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "fixture_case.h"
 #include "io/npy.h"
 
 namespace tl::testing {
@@ -23,13 +24,14 @@ class TlensFamilies : public ::testing::Test {
   void SetUp() override { dir_ = scratchDir("families"); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
-  // Runs `tlens plan --op op` on kSource into out/ and returns metrics.json; the family must be listed.
-  nlohmann::json plan(const std::string& op, const std::vector<std::string>& files) {
-    const CliRun run = runTlens({"plan", "--source", kSource, "--op", op, "--out", path("out")});
+  // Runs `tlens plan --op op` on kSource into the folder `out` and returns metrics.json.
+  nlohmann::json plan(const std::string& op, const std::vector<std::string>& files, const std::string& out = "out") {
+    const CliRun run = runTlens({"plan", "--source", kSource, "--op", op, "--out", path(out)});
     EXPECT_EQ(run.status, 0) << run.err;
-    for (const auto& name : files) EXPECT_TRUE(fileExists(path("out/" + name))) << op << ": " << name;
-    return nlohmann::json::parse(readText(path("out/metrics.json")));
+    for (const auto& name : files) EXPECT_TRUE(fileExists(path(out + "/" + name))) << op << ": " << name;
+    return nlohmann::json::parse(readText(path(out + "/metrics.json")));
   }
+  MatD written(const std::string& file) const { return readNpyMatrix<double>(path(file)); }
 
   std::string dir_;
 };
@@ -59,30 +61,43 @@ TEST_F(TlensFamilies, SinkhornColumnEndingHasBalancedColumns) {
 }
 
 TEST_F(TlensFamilies, AsapWithSliceAndBetaFiles) {
-  TL_SKIP_UNLESS_LISTED("asap");
   writeNpy(path("TH.npy"), smoothMatrix(3, 4, 0.2));  // L = 3 slices of dimension d = 4
   writeNpy(path("b.npy"), VecD(smoothMatrix(3, 1, 1.0).col(0)));
   const auto m = plan("asap:slices=" + path("TH.npy") + ",beta=" + path("b.npy") + ",variant=two-sided",
                       {"plan.npy", "asap_u.npy", "metrics.json"});
   expectAnalyses(m);
   EXPECT_EQ(m["family"], "asap");
+  // Two-sided ASAP closes on the key side (closing=column): its last step is an exact column
+  // normalisation, whatever the slices predicted (docs/operators/asap.md, "exact side").
+  EXPECT_LT(m["marginal_errors"]["col_max"].get<double>(), 1e-12);
+  EXPECT_LT(m["column_mass"]["gini"].get<double>(), 1e-12);
 }
 
 TEST_F(TlensFamilies, Banded) {
-  TL_SKIP_UNLESS_LISTED("banded");
   const auto m = plan("banded:W=16,base_steps=15,tail_steps=2", {"plan.npy", "banded_tile_row_errors.npy"});
   expectAnalyses(m);
 }
 
+// A band that reaches every pair (W = n − 1 = 11) is plain Sinkhorn on the dense support, and re-centring the
+// base changes no plan: base_steps + tail_steps full (row + column) steps are the column-ending Sinkhorn
+// budget T = 2·(base_steps + tail_steps) single normalisations (docs/operators/banded.md#definition). The two
+// runs differ only by rounding in the base's re-centring shifts: 1e-12 in float64 for entries of order 1, the
+// tolerance of the same check in docs/operators/banded.md#checks. A small budget at eps = 0.3 keeps the plan
+// far from convergence, so T = 9, 11 or 12 miss by more than 0.02.
+TEST_F(TlensFamilies, FullBandIsSinkhornWithTwiceTheFullSteps) {
+  (void)plan("banded:W=11,base_steps=3,tail_steps=2,eps=0.3", {"plan.npy", "output.npy"}, "banded");
+  (void)plan("sinkhorn:T=10,eps=0.3", {"plan.npy", "output.npy"}, "sinkhorn");
+  for (const std::string file : {"plan.npy", "output.npy"})
+    EXPECT_EQ(compareWithInf(written("banded/" + file), written("sinkhorn/" + file), 1e-12), std::nullopt) << file;
+}
+
 TEST_F(TlensFamilies, EspHardIsExactlyDoublyStochastic) {
-  TL_SKIP_UNLESS_LISTED("esp");
   const auto m = plan("esp:tau=1,slicer=axis", {"plan.npy", "esp_weights.npy", "esp_directions.npy", "metrics.json"});
   expectAnalyses(m);
   EXPECT_LT(m["column_mass"]["gini"].get<double>(), 1e-12);
 }
 
 TEST_F(TlensFamilies, LotWithPivotAndMassFilesHasRankAtMostR) {
-  TL_SKIP_UNLESS_LISTED("lot");
   writeNpy(path("Z.npy"), smoothMatrix(3, 4, 0.7));  // r = 3 pivots of dimension d = 4
   writeNpy(path("w.npy"), VecD(smoothMatrix(3, 1, 2.0).col(0)));
   const auto m =
@@ -92,9 +107,16 @@ TEST_F(TlensFamilies, LotWithPivotAndMassFilesHasRankAtMostR) {
   EXPECT_LE(m["rank"]["numerical"].get<int>(), 3);  // A = P1 diag(1/w) P2 factors through r pivots
 }
 
-TEST_F(TlensFamilies, Diff) {
-  TL_SKIP_UNLESS_LISTED("diff");
-  expectAnalyses(plan("diff:lambda=0.5", {"plan.npy", "metrics.json"}));
+// A = softmax(Q1K1ᵀ/√h) − lambda·softmax(Q2K2ᵀ/√h): each softmax row sums to 1, so every row of A sums to
+// 1 − lambda, and the row error reported against target 1 is |lambda| (docs/operators/diff.md). Sums of 12
+// float64 entries of order 1: 1e-12.
+TEST_F(TlensFamilies, DiffRowsSumToOneMinusLambda) {
+  const auto m = plan("diff:lambda=0.3", {"plan.npy", "metrics.json"});
+  expectAnalyses(m);
+  const VecD rowSums = written("out/plan.npy").rowwise().sum();
+  EXPECT_EQ(rowSums.size(), 12);
+  for (Eigen::Index i = 0; i < rowSums.size(); ++i) EXPECT_NEAR(rowSums(i), 0.7, 1e-12) << "row " << i;
+  EXPECT_NEAR(m["marginal_errors"]["row_max"].get<double>(), 0.3, 1e-12);
 }
 
 }  // namespace

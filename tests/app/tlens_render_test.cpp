@@ -5,19 +5,19 @@
 #include "cli_runner.h"
 #include "ops/registry.h"
 #include "session/session.h"
+#include "support/figure_file.h"
 
 namespace tl::testing {
 namespace {
+
+const ExportSettings kSettings{{"png", "svg", "pdf"}, 400, 300, 1.0};
 
 std::string smallSession(const std::string& dir) {
   Session s;
   s.source = SourceSpec::parse("synthetic:gaussian:n=12,d=4,seed=2");
   s.operators = {OperatorRegistry::builtin().parse("sinkhorn:T=4,eps=0.5")};
   s.views = {"plan", "convergence"};
-  s.exportSettings.formats = {"png", "svg", "pdf"};
-  s.exportSettings.width = 400;
-  s.exportSettings.height = 300;
-  s.exportSettings.scale = 1.0;
+  s.exportSettings = kSettings;
   const std::string path = dir + "/session.json";
   s.save(path);
   return path;
@@ -28,14 +28,11 @@ TEST(TlensRender, WritesEveryViewInEveryFormat) {
   const std::string dir = scratchDir("render");
   const CliRun run = runTlens({"render", smallSession(dir), "--out", dir + "/figures"});
   ASSERT_EQ(run.status, 0) << run.err;
-  const std::vector<std::pair<std::string, std::string>> magic = {
-      {"png", "\x89PNG"}, {"svg", "<svg"}, {"pdf", "%PDF"}};
   for (const std::string view : {"plan", "convergence"}) {
-    for (const auto& [format, signature] : magic) {
+    for (const std::string& format : kSettings.formats) {
       const std::string file = dir + "/figures/" + view + "." + format;
       ASSERT_TRUE(fileExists(file)) << file << "\n" << run.out;
-      const std::string bytes = readText(file);
-      EXPECT_NE(bytes.substr(0, 512).find(signature), std::string::npos) << file;
+      EXPECT_TRUE(test::isFigure(readText(file), format, kSettings)) << file;
       EXPECT_NE(run.out.find(file), std::string::npos) << "not reported: " << file;
     }
   }

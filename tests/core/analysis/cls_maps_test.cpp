@@ -73,7 +73,7 @@ TEST(AttentionRollout, IdentityAttentionRollsOutToIdentity) {
 }
 
 TEST(AttentionRollout, RowStochasticLayersGiveRowStochasticRollout) {
-  MatD A = MatD::Random(6, 6).cwiseAbs();
+  MatD A = test::gaussian(6, 6, 11).cwiseAbs();
   for (int i = 0; i < 6; ++i) A.row(i) /= A.row(i).sum();
   const MatD R = attentionRollout({{A, A.transpose()}, {A}}, HeadFusion::Max);
   EXPECT_TRUE(matricesNear(R.rowwise().sum(), VecD::Ones(6), 1e-14));

@@ -21,13 +21,14 @@ class StandInBackend : public ModelBackend {
   std::shared_ptr<const ModelRun> run(const ModelSourceSpec& source, Feedback&) override {
     auto run = std::make_shared<ModelRun>();
     run->checkpoint = source.checkpoint;
+    uint64_t seed = 1;  // every run of the model gives the same K and V
     for (int l = 0; l < kLayers; ++l) {
       VitLayerTrace layer;
       for (int h = 0; h < kHeads; ++h) {
         VitHeadTrace head;
         head.input.Q = MatD::Constant(kTokens, kHeadDim, 10 * l + h);
-        head.input.K = MatD::Random(kTokens, kHeadDim);
-        head.input.V = MatD::Random(kTokens, kHeadDim);
+        head.input.K = test::gaussian(kTokens, kHeadDim, seed++);
+        head.input.V = test::gaussian(kTokens, kHeadDim, seed++);
         head.attention = MatD::Constant(kTokens, kTokens, 1.0 / kTokens);
         layer.heads.push_back(head);
       }
@@ -120,7 +121,8 @@ TEST_F(ModelSession, WithoutABackendTheErrorSaysWhy) {
 }
 
 TEST_F(ModelSession, SessionsRoundTripWithPathsRelativeToTheirFolder) {
-  const std::string dir = (std::filesystem::temp_directory_path() / "tl_model_session").string();
+  const test::TempDir temp;
+  const std::string dir = temp.path().string();
   std::filesystem::create_directories(dir + "/ckpt");
   Session s = session("model:checkpoint=" + dir + "/ckpt,image=" + dir + "/shirt.png,layer=2,head=1", SwapScope::FromLayer);
   s.save(dir + "/session.json");

@@ -1,5 +1,5 @@
-// Figure and data exports: each file is a valid, non-empty file of its type, written by the one export
-// path that the GUI menu and `tlens render` share.
+// Figure and data exports: each file is a complete file of its type with the size the settings ask for,
+// written by the one export path that the GUI menu and `tlens render` share.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "io/npy.h"
 #include "session/engine.h"
+#include "support/figure_file.h"
 #include "support/gui_test_support.h"
 #include "widgets/shell/figure_export.h"
 #include "widgets/shell/session_files.h"
@@ -16,16 +17,6 @@
 
 namespace tl {
 namespace {
-
-[[nodiscard]] bool looksLike(const std::string& bytes, const std::string& format) {
-  if (bytes.size() < 1000) return false;
-  if (format == "png") return bytes.compare(0, 4, "\x89PNG") == 0;
-  if (format == "pdf") return bytes.compare(0, 4, "%PDF") == 0 && bytes.find("%%EOF") != std::string::npos;
-  if (format == "svg")
-    return (bytes.compare(0, 5, "<?xml") == 0 || bytes.compare(0, 4, "<svg") == 0) &&
-           bytes.find("<svg") != std::string::npos && bytes.find("</svg>") != std::string::npos;
-  return false;
-}
 
 bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
@@ -45,7 +36,7 @@ TEST_F(FigureExportTest, HeatmapExportsPngSvgPdf) {
   for (const std::string format : {"png", "svg", "pdf"}) {
     const std::string path = test::outputDir() + "/heatmap." + format;
     view.exportFigure(path, format, settings_);
-    EXPECT_TRUE(looksLike(test::readBytes(path), format)) << path;
+    EXPECT_TRUE(test::isFigure(test::readBytes(path), format, settings_)) << path;
   }
   // PNG has the requested pixel size times the scale.
   settings_.scale = 2;
@@ -62,15 +53,22 @@ TEST_F(FigureExportTest, ConvergenceExportsPngSvgPdf) {
   for (const std::string format : {"png", "svg", "pdf"}) {
     const std::string path = test::outputDir() + "/convergence." + format;
     view.exportFigure(path, format, settings_);
-    EXPECT_TRUE(looksLike(test::readBytes(path), format)) << path;
+    EXPECT_TRUE(test::isFigure(test::readBytes(path), format, settings_)) << path;
   }
 }
 
+// Exports render into memory before they write (atomically), so a failed export throws and leaves the file
+// an earlier export wrote byte for byte.
 TEST_F(FigureExportTest, FailedExportLeavesEarlierFileAndThrows) {
   PlanHeatmapView view;
   view.setResult(result_);
+  const std::string earlier = test::outputDir() + "/earlier-plan.png";
+  view.exportFigure(earlier, "png", settings_);
+  const std::string before = test::readBytes(earlier);
+  ASSERT_TRUE(test::isFigure(before, "png", settings_));
+  EXPECT_THROW(view.exportFigure(earlier, "tiff", settings_), InvalidArgument);
+  EXPECT_TRUE(test::readBytes(earlier) == before) << "the failed export changed " << earlier;
   EXPECT_THROW(view.exportFigure(test::outputDir() + "/no-such-dir/plan.png", "png", settings_), FileError);
-  EXPECT_THROW(view.exportFigure(test::outputDir() + "/plan.tiff", "tiff", settings_), InvalidArgument);
 }
 
 TEST_F(FigureExportTest, RenderFiguresWritesEveryViewAndFormat) {
@@ -83,14 +81,14 @@ TEST_F(FigureExportTest, RenderFiguresWritesEveryViewAndFormat) {
     for (const std::string format : {"png", "svg", "pdf"}) {
       const std::string path = dir + "/" + view + "." + format;
       EXPECT_TRUE(contains(report.written, path)) << path;
-      EXPECT_TRUE(looksLike(test::readBytes(path), format)) << path;
+      EXPECT_TRUE(test::isFigure(test::readBytes(path), format, settings_)) << path;
     }
   EXPECT_TRUE(contains(report.skipped, "cloud3d.svg: the cloud3d view does not export svg"));
   ASSERT_TRUE(haveXDisplay()) << "GUI tests run under xvfb-run";
   for (const std::string format : {"png", "pdf"}) {
     const std::string path = dir + "/cloud3d." + format;
     EXPECT_TRUE(contains(report.written, path)) << path;
-    EXPECT_TRUE(looksLike(test::readBytes(path), format)) << path;
+    EXPECT_TRUE(test::isFigure(test::readBytes(path), format, settings_)) << path;
   }
   const QImage cloud(QString::fromStdString(dir + "/cloud3d.png"));
   EXPECT_EQ(cloud.size(), QSize(600, 450));

@@ -80,8 +80,7 @@ TEST_F(MainWindowTest, ScreenshotOfWholeWindowShowsAllViews) {
   window.resize(1500, 950);
   window.show();
   ASSERT_TRUE(test::waitUntil([&] { return window.lastResult() != nullptr; }));
-  (void)test::waitUntil([] { return false; }, std::chrono::milliseconds(500));  // let the GL view paint
-  const QImage shot = window.grab().toImage();
+  const QImage shot = test::grabWhenPainted(window, 200);
   ASSERT_FALSE(shot.isNull());
   EXPECT_GT(test::distinctColors(shot), 200);  // plots, colour map and the 3-D scene, not a blank window
   const std::string path = test::outputDir() + "/main_window.png";
@@ -89,7 +88,7 @@ TEST_F(MainWindowTest, ScreenshotOfWholeWindowShowsAllViews) {
   // The 3-D dock drew something other than its background.
   QWidget* cloud = window.view("cloud3d");
   ASSERT_NE(cloud, nullptr);
-  EXPECT_GT(test::distinctColors(cloud->grab().toImage()), 20);
+  EXPECT_GT(test::distinctColors(test::grabWhenPainted(*cloud, 20)), 20);
 }
 
 TEST_F(MainWindowTest, ViewStateTravelsWithTheSession) {

@@ -44,7 +44,7 @@ class ModelScreenshots : public ::testing::Test {
   static void SetUpTestSuite() { test::ensureApplication(); }
 
   void save(QWidget* widget, const std::string& name) {
-    const QImage shot = widget->grab().toImage();
+    const QImage shot = test::grabWhenPainted(*widget, 100);
     EXPECT_GT(test::distinctColors(shot), 100) << name;
     EXPECT_TRUE(shot.save(QString::fromStdString(test::outputDir() + "/" + name))) << name;
   }
@@ -55,15 +55,14 @@ TEST_F(ModelScreenshots, WindowAndModelViewsOnAFashionMnistShapedCheckpoint) {
   window.resize(1600, 1000);
   window.show();
   ASSERT_TRUE(test::waitForResult(window, [](const SessionResult& r) { return r.swapped.has_value(); }));
-  (void)test::waitUntil([] { return false; }, std::chrono::milliseconds(300));  // let the docks settle
 
   auto* cls = dynamic_cast<ClsMapView*>(window.view("cls"));
   auto* prediction = dynamic_cast<PredictionView*>(window.view("prediction"));
   ASSERT_NE(cls, nullptr);
   ASSERT_NE(prediction, nullptr);
   ASSERT_TRUE(cls->showingContent()) << cls->message().toStdString();
-  EXPECT_TRUE(cls->isVisible());  // raised over the 3-D view
-  EXPECT_TRUE(prediction->isVisible());
+  // Raised over the 3-D view once the docks have settled.
+  EXPECT_TRUE(test::waitUntil([&] { return cls->isVisible() && prediction->isVisible(); }, std::chrono::seconds(10)));
   ASSERT_EQ(cls->panelCount(), 4);
   EXPECT_EQ(cls->largeValues().rows(), 7);
   EXPECT_EQ(cls->largeValues().cols(), 7);

@@ -64,4 +64,15 @@ int distinctColors(const QImage& image) {
   return int(colors.size());
 }
 
+QImage grabWhenPainted(QWidget& widget, int minColors, std::chrono::milliseconds timeout) {
+  QImage shot;
+  (void)waitUntil(
+      [&] {
+        shot = widget.grab().toImage();
+        return distinctColors(shot) > minColors;
+      },
+      timeout);
+  return shot;
+}
+
 }  // namespace tl::test

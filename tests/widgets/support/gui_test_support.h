@@ -2,6 +2,7 @@
 // Shared by the GUI tests: one QApplication per process, the folder for screenshots and figures, and
 // waiting on the event loop for a condition.
 #include <QImage>
+#include <QWidget>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -21,5 +22,9 @@ Session gaussianSession(int n = 40);
 std::string readBytes(const std::string& path);
 // Number of distinct colours in the image: a blank or failed grab has one or two.
 [[nodiscard]] int distinctColors(const QImage& image);
+// Grabs `widget` until the grab has more than `minColors` distinct colours (GL and VTK views paint some time
+// after their result arrives) or `timeout` passes; returns the last grab, for the caller to assert on.
+[[nodiscard]] QImage grabWhenPainted(QWidget& widget, int minColors,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace tl::test

@@ -273,11 +273,10 @@ TEST_F(FamilyViewsTest, CompareModeHoldsTwoOperatorsAndItsViewEqualsTheCoreAnaly
   EXPECT_TRUE(std::isnan(compare->tableValue(0, "rel_frobenius")));  // operator 1 against itself: "—"
 
   // The compare view is raised; a screenshot for people.
-  (void)test::waitUntil([] { return false; }, std::chrono::milliseconds(400));
-  const QImage shot = window_->grab().toImage();
+  const QImage shot = test::grabWhenPainted(*window_, 200);
   EXPECT_GT(test::distinctColors(shot), 200);
   ASSERT_TRUE(shot.save(QString::fromStdString(test::outputDir() + "/compare_mode.png")));
-  EXPECT_GT(test::distinctColors(compare->grab().toImage()), 50);
+  EXPECT_GT(test::distinctColors(test::grabWhenPainted(*compare, 50)), 50);
 
   // Compare off: back to one operator, and the view says how to turn it on.
   toggle->setChecked(false);
@@ -305,11 +304,10 @@ TEST_F(FamilyViewsTest, EspScreenshot) {
   auto* esp = dynamic_cast<EspView*>(window_->view("esp"));
   ASSERT_NE(esp, nullptr);
   esp->setSlice(2);
-  (void)test::waitUntil([] { return false; }, std::chrono::milliseconds(400));
-  const QImage shot = window_->grab().toImage();
+  const QImage shot = test::grabWhenPainted(*window_, 200);
   EXPECT_GT(test::distinctColors(shot), 200);
   ASSERT_TRUE(shot.save(QString::fromStdString(test::outputDir() + "/esp_view.png")));
-  const QImage view = esp->grab().toImage();
+  const QImage view = test::grabWhenPainted(*esp, 20);
   EXPECT_GT(test::distinctColors(view), 20);
   ASSERT_TRUE(view.save(QString::fromStdString(test::outputDir() + "/esp_view_only.png")));
 }

@@ -27,9 +27,11 @@ class Cloud3DStructureTest : public ::testing::Test {
     ASSERT_TRUE(view_.showingScene());
   }
   QCheckBox* toggle() { return view_.findChild<QCheckBox*>("operatorStructure"); }
+  // A picture for people, once the scene has been painted.
   void screenshot(const std::string& name) {
-    (void)test::waitUntil([] { return false; }, std::chrono::milliseconds(300));
-    ASSERT_TRUE(view_.grab().save(QString::fromStdString(test::outputDir() + "/" + name)));
+    const QImage shot = test::grabWhenPainted(view_, 20);
+    EXPECT_GT(test::distinctColors(shot), 20) << name;
+    ASSERT_TRUE(shot.save(QString::fromStdString(test::outputDir() + "/" + name)));
   }
   const MatD& extra(const char* name) { return result_->runs.front().result.extras.at(name); }
 
