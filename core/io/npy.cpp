@@ -1,5 +1,6 @@
 #include "io/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <regex>
 #include <sstream>
@@ -128,13 +129,21 @@ NpyArray readNpy(const std::string& path) {
   NpyArray a;
   a.shape = h.shape;
   a.dtype = h.descr;
-  size_t count = 1;
-  for (auto d : h.shape) count *= size_t(d);
   const size_t item = itemSize(h.descr);
   const size_t dataStart = headerStart + headerLen;
   const size_t available = bytes.size() - dataStart;
   if (item == 0 || !convert(h.descr, bytes.data() + dataStart, 0, a.values))
     fail(path, "dtype '" + h.descr + "' is not supported (use little-endian float32 or float64)");
+  // The element count is bounded by the data actually there before it is multiplied out: a header claiming
+  // 2^40 × 2^30 elements would otherwise wrap size_t to 0, pass the size check and size a matrix from the shape.
+  const bool empty = std::find(h.shape.begin(), h.shape.end(), 0) != h.shape.end();
+  size_t count = 1;
+  for (auto d : h.shape) {
+    if (!empty && size_t(d) > available / item / count)
+      fail(path, "truncated: shape " + shapeText(h.shape) + " needs more data than the file's " +
+                     std::to_string(available) + " bytes");
+    count *= size_t(d);
+  }
   if (available < count * item)
     fail(path, "truncated: shape " + shapeText(h.shape) + " needs " + std::to_string(count * item) +
                    " bytes of data, the file has " + std::to_string(available));

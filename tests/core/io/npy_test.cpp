@@ -149,6 +149,15 @@ TEST_F(Npy, ShapeLargerThanDataOrAbsurdIsRejected) {
   EXPECT_TRUE(throwsWith<FileError>([&] { (void)readNpy(garbage); }, {"garbage.npy"}));
 }
 
+// Found by the fuzzer (tests/fuzz/corpus/npy/found-shape-wraps-to-zero): 2^40 × 2^30 elements wrap a 64-bit count
+// to exactly 0, which matched an empty data section and sized a matrix of 2^70 entries from the shape.
+TEST_F(Npy, ElementCountThatWrapsToZeroIsRejected) {
+  const auto path = put("wrap.npy", npyFile(dict("<f8", "(1099511627776, 1073741824)"), ""));
+  EXPECT_TRUE(throwsWith<FileError>([&] { (void)readNpyMatrix<double>(path); }, {"wrap.npy", "truncated"}));
+  const auto empty = put("empty.npy", npyFile(dict("<f8", "(0, 1073741824)"), ""));
+  EXPECT_EQ(readNpyMatrix<double>(empty).size(), 0);
+}
+
 TEST_F(Npy, UnsupportedDtypeIsRejected) {
   const std::vector<double> c = {1, 0, 2, 0, 3, 0};  // 3 complex128 values
   const auto path = put("complex.npy", npyFile(dict("<c16", "(3,)"), raw(c)));
