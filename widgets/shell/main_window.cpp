@@ -157,7 +157,7 @@ void MainWindow::raiseModelViews(bool model) {
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("&Open session…"), QKeySequence::Open, this, &MainWindow::openSessionFile);
+  file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::chooseFileToOpen)->setObjectName("openFile");
   file->addAction(tr("&Save session"), QKeySequence::Save, this, [this] { saveSessionFile(false); });
   file->addAction(tr("Save session &as…"), QKeySequence::SaveAs, this, [this] { saveSessionFile(true); });
   file->addSeparator();

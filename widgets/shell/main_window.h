@@ -42,6 +42,11 @@ class MainWindow : public QMainWindow {
   OperatorPanel* operatorPanel() const { return operatorPanel_; }
   std::shared_ptr<const SessionResult> lastResult() const { return last_; }
 
+  // A file the user handed over, from File › Open or a drop: a session (.json) opens, a checkpoint or an image
+  // becomes the model source, anything else is refused with a message. Failures are reported; the window and
+  // the result on screen stay.
+  void openFile(const QString& path);
+
  signals:
   // Every view has drawn this result.
   void resultShown(std::shared_ptr<const tl::SessionResult> result);
@@ -66,7 +71,7 @@ class MainWindow : public QMainWindow {
   void showError(quint64 requestId, const QString& message);
   void reportError(const QString& what, const QString& message);
 
-  void openSessionFile();
+  void chooseFileToOpen();
   void saveSessionFile(bool askForPath);
   void exportView(View* view);
   void exportPlanFile();
