@@ -46,6 +46,8 @@ class MainWindow : public QMainWindow {
   // becomes the model source, anything else is refused with a message. Failures are reported; the window and
   // the result on screen stay.
   void openFile(const QString& path);
+  // Stops the computation in flight (the Cancel button, Esc); the last result stays on screen.
+  void cancelComputation();
 
  signals:
   // Every view has drawn this result.
@@ -63,6 +65,7 @@ class MainWindow : public QMainWindow {
   void buildMenus();
   void buildStatusBar();
   void submit();
+  void showIdle(quint64 requestId);  // the busy label and Cancel go once the latest request has answered
   void showResult(std::shared_ptr<const SessionResult> result);
   void raiseRelevantView(const SessionResult& result);
   // The [CLS] maps over the bottom tabs and the prediction over the 3-D view while the source is a model.
@@ -80,6 +83,7 @@ class MainWindow : public QMainWindow {
   QString sessionPath_;
   EngineBridge* engine_ = nullptr;
   uint64_t latestRequest_ = 0;
+  uint64_t cancelledThrough_ = 0;  // requests up to this id were cancelled: a late answer of theirs is dropped
   std::shared_ptr<const SessionResult> last_;
 
   SourcePanel* sourcePanel_ = nullptr;
@@ -97,6 +101,7 @@ class MainWindow : public QMainWindow {
   QLabel* timing_ = nullptr;
   QLabel* marginal_ = nullptr;
   QLabel* busy_ = nullptr;
+  QPushButton* cancel_ = nullptr;  // beside busy_ while a computation runs
 };
 
 }  // namespace tl
