@@ -240,6 +240,7 @@ void MainWindow::submit() {
   latestRequest_ = engine_->submit(session_);
   busy_->setText(tr("computing…"));
   cancel_->show();
+  emit sessionChanged();
 }
 
 void MainWindow::cancelComputation() {

@@ -54,6 +54,8 @@ class MainWindow : public QMainWindow {
   void resultShown(std::shared_ptr<const tl::SessionResult> result);
   // The latest request failed; the message is also in the error box, the last result stays on screen.
   void computationFailed(const QString& message);
+  // The session changed: an edit, or another session loaded. The autosave listens.
+  void sessionChanged();
 
  protected:
   // A checkpoint (folder or weights file) dropped on the window becomes the source; a PNG/JPEG its image.
