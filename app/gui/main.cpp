@@ -44,7 +44,7 @@ void setDefaultSurfaceFormat() {
 // After a run that was killed or crashed, the session it autosaved replaces the one asked for if the answer is
 // yes. Returns what the status bar should say about it (empty: nothing).
 QString offerRecovery(tl::SessionAutosave& autosave, tl::RestoreAnswer answer, tl::Session& session, QString& path) {
-  if (!autosave.active()) return QObject::tr("Autosave is off: another TransportLens is running");
+  if (!autosave.active()) return QObject::tr("Autosave is off: %1").arg(autosave.offReason());
   if (!autosave.hasRecoverable()) return {};
   if (!tl::shouldRestore(answer, autosave.path())) {
     autosave.discard();

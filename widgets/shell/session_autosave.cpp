@@ -4,6 +4,7 @@
 #include <QFile>
 #include <QStandardPaths>
 
+#include "common/errors.h"
 #include "io/atomic_file.h"
 
 namespace tl {
@@ -14,12 +15,6 @@ constexpr int kPollMs = 5000;       // view settings change without telling the 
 const char* const kSessionFile = "session.json";
 const char* const kMarkerFile = "running";
 
-// The folder exists before the marker is made in it (a member initialiser runs before the constructor body).
-std::string markerIn(const QString& folder) {
-  ensureDirectory(folder.toStdString());
-  return QDir(folder).filePath(kMarkerFile).toStdString();
-}
-
 }  // namespace
 
 QString SessionAutosave::defaultFolder() {
@@ -28,7 +23,13 @@ QString SessionAutosave::defaultFolder() {
 }
 
 SessionAutosave::SessionAutosave(const QString& folder, QObject* parent)
-    : QObject(parent), path_(QDir(folder).filePath(kSessionFile)), marker_(markerIn(folder)) {
+    : QObject(parent), path_(QDir(folder).filePath(kSessionFile)) {
+  try {
+    ensureDirectory(folder.toStdString());
+    marker_ = std::make_unique<RunMarker>(QDir(folder).filePath(kMarkerFile).toStdString());
+  } catch (const FileError& e) {
+    markerError_ = QString::fromStdString(e.what());
+  }
   debounce_.setSingleShot(true);
   debounce_.setInterval(kDebounceMs);
   poll_.setInterval(kPollMs);
@@ -42,8 +43,13 @@ SessionAutosave::~SessionAutosave() {
   if (active() && ownsFile_) QFile::remove(path_);
 }
 
+QString SessionAutosave::offReason() const {
+  if (active()) return {};
+  return marker_ ? tr("another TransportLens is running") : markerError_;
+}
+
 bool SessionAutosave::hasRecoverable() const {
-  return active() && marker_.previousRunEndedUncleanly() && QFile::exists(path_);
+  return active() && marker_->previousRunEndedUncleanly() && QFile::exists(path_);
 }
 
 Session SessionAutosave::restore() {

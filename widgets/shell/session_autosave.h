@@ -24,13 +24,16 @@ class SessionAutosave : public QObject {
   // with XDG_DATA_HOME or HOME, which is how tests keep away from the real one.
   static QString defaultFolder();
 
-  // Creates the folder and takes its run marker. Throws FileError when the folder cannot be created.
+  // Creates the folder and takes its run marker. Where it cannot (a read-only home), the autosave is off and
+  // offReason() says why: the app still starts.
   explicit SessionAutosave(const QString& folder = defaultFolder(), QObject* parent = nullptr);
   // Waits for the write in flight; this is the clean exit, so the autosave this run owns goes.
   ~SessionAutosave() override;
 
-  // False while another TransportLens runs on the same folder: this one neither saves nor offers anything.
-  bool active() const { return marker_.held(); }
+  // False while another TransportLens runs on the same folder, or where the folder cannot be written: this one
+  // neither saves nor offers anything.
+  bool active() const { return marker_ && marker_->held(); }
+  QString offReason() const;
   // The previous run ended without a clean exit and left a session: offer it, then restore() or discard().
   bool hasRecoverable() const;
   QString path() const { return path_; }
@@ -50,7 +53,8 @@ class SessionAutosave : public QObject {
   void saveNow();
 
   QString path_;
-  RunMarker marker_;
+  std::unique_ptr<RunMarker> marker_;
+  QString markerError_;  // why there is no marker
   std::function<Session()> snapshot_;
   QTimer debounce_;
   QTimer poll_;

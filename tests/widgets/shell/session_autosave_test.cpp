@@ -92,6 +92,18 @@ TEST_F(SessionAutosaveTest, WhatAKilledRunLeftIsOfferedUntilRestoredOrDiscarded)
   EXPECT_FALSE(after.hasRecoverable());
 }
 
+TEST_F(SessionAutosaveTest, AFolderThatCannotBeMadeTurnsTheAutosaveOffAndSaysWhy) {
+  ASSERT_TRUE(folder_.isValid());
+  const QString blocker = folder_.filePath("a_file");
+  writeFileAtomically(blocker.toStdString(), "");
+  SessionAutosave autosave(blocker + "/autosave");  // a folder inside a file: the app still starts
+  EXPECT_FALSE(autosave.active());
+  EXPECT_FALSE(autosave.hasRecoverable());
+  EXPECT_TRUE(autosave.offReason().contains(blocker + "/autosave")) << autosave.offReason().toStdString();
+  autosave.watch([] { return test::smallCloudSession(); });
+  EXPECT_EQ(QDir(folder_.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList{"a_file"});
+}
+
 TEST_F(SessionAutosaveTest, RestoreQuestionOffersRestoreAndDiscardAndPresetAnswersSkipIt) {
   ASSERT_TRUE(folder_.isValid());
   test::smallCloudSession(30).save(autosaveFile().toStdString());
