@@ -2,18 +2,26 @@
 //   transportlens                      opens the built-in default session (the bundled checkpoint's [CLS]
 //                                      maps where this build runs models, else a live point-cloud plan)
 //   transportlens SESSION.json         opens that session
+//   transportlens --restore-autosave=ask|yes|no
+//                                      after a run that was killed or crashed, whether to restore the session it
+//                                      autosaved (widgets/shell/session_autosave.h); default: ask
 //   transportlens --measure-latency [--scenario cloud|model] [--n 512] [--op SPEC] [--param NAME]
 //                   [--device cpu|cuda|auto] [--moves 30] [--json FILE]
 //                                      change-to-screen latency benchmark (latency_benchmark.h)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
+#include <QStatusBar>
 #include <QSurfaceFormat>
 #include <iostream>
+#include <optional>
 
 #include "common/errors.h"
 #include "latency_benchmark.h"
+#include "quit_on_signal.h"
 #include "widgets/shell/main_window.h"
+#include "widgets/shell/restore_prompt.h"
+#include "widgets/shell/session_autosave.h"
 #include "widgets/shell/session_files.h"
 #ifdef TL_WITH_TORCH
 #include "model/vit_model_backend.h"
@@ -31,6 +39,24 @@ void setDefaultSurfaceFormat() {
   format.setStencilBufferSize(8);
   format.setSwapBehavior(QSurfaceFormat::DoubleBuffer);
   QSurfaceFormat::setDefaultFormat(format);
+}
+
+// After a run that was killed or crashed, the session it autosaved replaces the one asked for if the answer is
+// yes. Returns what the status bar should say about it (empty: nothing).
+QString offerRecovery(tl::SessionAutosave& autosave, tl::RestoreAnswer answer, tl::Session& session, QString& path) {
+  if (!autosave.active()) return QObject::tr("Autosave is off: %1").arg(autosave.offReason());
+  if (!autosave.hasRecoverable()) return {};
+  if (!tl::shouldRestore(answer, autosave.path())) {
+    autosave.discard();
+    return {};
+  }
+  try {
+    session = autosave.restore();
+    path.clear();  // a restored session is unsaved: Save asks where, never overwrites the file it came from
+    return QObject::tr("Restored the autosaved session");
+  } catch (const tl::Error& e) {
+    return QObject::tr("Could not restore the autosaved session: %1").arg(e.what());
+  }
 }
 
 }  // namespace
@@ -62,7 +88,11 @@ int main(int argc, char** argv) {
   QCommandLineOption device("device", "cpu, cuda or auto for the cloud scenario (default cpu)", "DEVICE", "cpu");
   QCommandLineOption moves("moves", "number of timed moves (default 30)", "N", "30");
   QCommandLineOption json("json", "also write the --measure-latency report to FILE", "FILE");
-  parser.addOptions({measure, scenario, n, op, param, device, moves, json});
+  QCommandLineOption restore("restore-autosave",
+                             "after a run that was killed or crashed, restore the session it autosaved: ask (a "
+                             "question at start), yes or no (answered in advance, for scripts); default ask",
+                             "ask|yes|no", "ask");
+  parser.addOptions({measure, scenario, n, op, param, device, moves, json, restore});
   parser.process(app);
 
   try {
@@ -95,8 +125,23 @@ int main(int argc, char** argv) {
       std::cerr << "transportlens: give at most one session file\n";
       return 2;
     }
-    const tl::Session session = args.isEmpty() ? tl::defaultSession() : tl::Session::load(args.front().toStdString());
-    tl::MainWindow window(session, args.isEmpty() ? QString() : args.front());
+    const std::optional<tl::RestoreAnswer> restoreAnswer = tl::parseRestoreAnswer(parser.value(restore));
+    if (!restoreAnswer) {
+      std::cerr << "transportlens: --restore-autosave is ask, yes or no\n";
+      return 2;
+    }
+    tl::Session session = args.isEmpty() ? tl::defaultSession() : tl::Session::load(args.front().toStdString());
+    QString sessionPath = args.isEmpty() ? QString() : args.front();
+    tl::SessionAutosave autosave;
+    const QString recoveryNote = offerRecovery(autosave, *restoreAnswer, session, sessionPath);
+    tl::MainWindow window(session, sessionPath);
+    if (!recoveryNote.isEmpty()) window.statusBar()->showMessage(recoveryNote, 15000);
+    QObject::connect(&autosave, &tl::SessionAutosave::saveFailed, &window, [&window](const QString& message) {
+      window.statusBar()->showMessage(QObject::tr("Autosave failed: %1").arg(message), 15000);
+    });
+    QObject::connect(&window, &tl::MainWindow::sessionChanged, &autosave, &tl::SessionAutosave::scheduleSave);
+    autosave.watch([&window] { return window.currentSession(); });
+    tl::quitOnTerminationSignals();
     window.show();
     return app.exec();
   } catch (const tl::Error& e) {

@@ -23,6 +23,7 @@ DroppedFileKind classifyDroppedFile(const QString& path) {
   const QString suffix = info.suffix().toLower();
   if (kWeightSuffixes.contains(suffix)) return DroppedFileKind::Checkpoint;
   if (kImageSuffixes.contains(suffix)) return DroppedFileKind::Image;
+  if (suffix == "json") return DroppedFileKind::Session;
   return DroppedFileKind::Other;
 }
 

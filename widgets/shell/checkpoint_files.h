@@ -1,8 +1,8 @@
 #pragma once
 // The files a model source is made of, as the user hands them over: a checkpoint (a folder, or a weights
 // file .safetensors/.pt/.pth/.bin) and an image (PNG/JPEG), whether picked in a dialog, dropped on the
-// window, taken from the recent-checkpoints list (QSettings, newest first, at most kRecentCheckpoints) or
-// from the bundled sample checkpoints.
+// window (which also takes sessions), taken from the recent-checkpoints list (QSettings, newest first, at
+// most kRecentCheckpoints) or from the bundled sample checkpoints.
 #include <QString>
 #include <QStringList>
 
@@ -12,9 +12,9 @@ namespace tl {
 
 constexpr int kRecentCheckpoints = 8;
 
-enum class DroppedFileKind { Checkpoint, Image, Other };
-// Folders and weights files are checkpoints (a folder's config.json stands for its folder); PNG and JPEG
-// files are images.
+enum class DroppedFileKind { Session, Checkpoint, Image, Other };
+// Folders and weights files are checkpoints (a folder's config.json stands for its folder); other .json files
+// are sessions; PNG and JPEG files are images.
 DroppedFileKind classifyDroppedFile(const QString& path);
 // The path readVitCheckpoint takes: config.json becomes its folder; anything else stays as it is.
 QString checkpointPathOf(const QString& path);

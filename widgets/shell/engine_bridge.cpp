@@ -18,4 +18,6 @@ EngineBridge::~EngineBridge() { engine_.reset(); }
 
 uint64_t EngineBridge::submit(const Session& session) { return engine_->submit(session); }
 
+void EngineBridge::cancelAll() { engine_->cancelAll(); }
+
 }  // namespace tl

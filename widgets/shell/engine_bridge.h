@@ -19,6 +19,8 @@ class EngineBridge : public QObject {
 
   // Supersedes any older request; returns its id.
   uint64_t submit(const Session& session);
+  // Cancels the running request and drops the pending one; neither answers.
+  void cancelAll();
 
  signals:
   void resultReady(std::shared_ptr<const tl::SessionResult> result);

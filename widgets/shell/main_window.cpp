@@ -3,9 +3,10 @@
 #include <QDockWidget>
 #include <QLabel>
 #include <QMenuBar>
-#include <QScrollArea>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QShortcut>
 #include <QStatusBar>
 #include <algorithm>
 
@@ -38,7 +39,7 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   connect(engine_, &EngineBridge::resultReady, this, &MainWindow::showResult);
   connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
   connect(engine_, &EngineBridge::progress, this, [this](quint64 id, double fraction, const QString& stage) {
-    if (id == latestRequest_) busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
+    if (id == latestRequest_ && id > cancelledThrough_) busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
   });
   buildDocks();
   buildMenus();
@@ -157,7 +158,7 @@ void MainWindow::raiseModelViews(bool model) {
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("&Open session…"), QKeySequence::Open, this, &MainWindow::openSessionFile);
+  file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::chooseFileToOpen)->setObjectName("openFile");
   file->addAction(tr("&Save session"), QKeySequence::Save, this, [this] { saveSessionFile(false); });
   file->addAction(tr("Save session &as…"), QKeySequence::SaveAs, this, [this] { saveSessionFile(true); });
   file->addSeparator();
@@ -186,9 +187,21 @@ void MainWindow::buildStatusBar() {
   timing_ = new QLabel(this);
   marginal_ = new QLabel(this);
   busy_ = new QLabel(this);
+  busy_->setObjectName("statusBusy");
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setObjectName("cancelComputation");
+  cancel_->setToolTip(tr("Stop this computation and keep the last result on screen (Esc)"));
+  cancel_->hide();
+  connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelComputation);
+  // Esc anywhere in the window, as in a progress dialog; a computation that is not running ignores it.
+  auto* escape = new QShortcut(QKeySequence(Qt::Key_Escape), this);
+  connect(escape, &QShortcut::activated, this, [this] {
+    if (!cancel_->isHidden()) cancelComputation();
+  });
   marginal_->setObjectName("statusMarginal");
   marginal_->setToolTip(tr("max over rows and columns of |sum − target| in attention scale"));
   statusBar()->addWidget(busy_);
+  statusBar()->addWidget(cancel_);
   for (QLabel* l : {size_, timing_, marginal_, resultDevice_, backend_}) {
     l->setStyleSheet("QLabel { padding: 0 10px; }");
     statusBar()->addPermanentWidget(l);
@@ -226,15 +239,31 @@ View* MainWindow::view(const std::string& name) const {
 void MainWindow::submit() {
   latestRequest_ = engine_->submit(session_);
   busy_->setText(tr("computing…"));
+  cancel_->show();
+  emit sessionChanged();
+}
+
+void MainWindow::cancelComputation() {
+  engine_->cancelAll();
+  cancelledThrough_ = latestRequest_;
+  cancel_->hide();
+  busy_->setText(last_ ? tr("cancelled: showing the last result") : tr("cancelled"));
+}
+
+void MainWindow::showIdle(quint64 requestId) {
+  if (requestId < latestRequest_) return;  // a newer request still runs
+  busy_->clear();
+  cancel_->hide();
 }
 
 void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
+  if (result->requestId <= cancelledThrough_) return;  // finished as it was cancelled: the user asked not to see it
   last_ = result;
   sourcePanel_->showModel(result->model.get());
   for (View* v : views_) v->setResult(result);
   raiseRelevantView(*result);
   raiseModelViews(result->model != nullptr);
-  if (result->requestId >= latestRequest_) busy_->clear();
+  showIdle(result->requestId);
   if (!result->runs.empty()) {
     const PlanResult<double>& r = result->runs.front().result;
     const int nq = result->input ? result->input->nQueries() : int(r.plan.rows());
@@ -257,7 +286,8 @@ void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {
 // Engine failures come from live edits: one non-modal box (reused) so sliders keep working, and the
 // last good result stays on screen.
 void MainWindow::showError(quint64 requestId, const QString& message) {
-  if (requestId >= latestRequest_) busy_->clear();
+  if (requestId <= cancelledThrough_) return;
+  showIdle(requestId);
   reportError(tr("The computation failed"), message);
   if (requestId >= latestRequest_) emit computationFailed(message);
   // A GPU failure (no device, out of memory, a kernel fault) keeps the last result and offers the CPU.

@@ -42,11 +42,20 @@ class MainWindow : public QMainWindow {
   OperatorPanel* operatorPanel() const { return operatorPanel_; }
   std::shared_ptr<const SessionResult> lastResult() const { return last_; }
 
+  // A file the user handed over, from File › Open or a drop: a session (.json) opens, a checkpoint or an image
+  // becomes the model source, anything else is refused with a message. Failures are reported; the window and
+  // the result on screen stay.
+  void openFile(const QString& path);
+  // Stops the computation in flight (the Cancel button, Esc); the last result stays on screen.
+  void cancelComputation();
+
  signals:
   // Every view has drawn this result.
   void resultShown(std::shared_ptr<const tl::SessionResult> result);
   // The latest request failed; the message is also in the error box, the last result stays on screen.
   void computationFailed(const QString& message);
+  // The session changed: an edit, or another session loaded. The autosave listens.
+  void sessionChanged();
 
  protected:
   // A checkpoint (folder or weights file) dropped on the window becomes the source; a PNG/JPEG its image.
@@ -58,6 +67,7 @@ class MainWindow : public QMainWindow {
   void buildMenus();
   void buildStatusBar();
   void submit();
+  void showIdle(quint64 requestId);  // the busy label and Cancel go once the latest request has answered
   void showResult(std::shared_ptr<const SessionResult> result);
   void raiseRelevantView(const SessionResult& result);
   // The [CLS] maps over the bottom tabs and the prediction over the 3-D view while the source is a model.
@@ -66,7 +76,7 @@ class MainWindow : public QMainWindow {
   void showError(quint64 requestId, const QString& message);
   void reportError(const QString& what, const QString& message);
 
-  void openSessionFile();
+  void chooseFileToOpen();
   void saveSessionFile(bool askForPath);
   void exportView(View* view);
   void exportPlanFile();
@@ -75,6 +85,7 @@ class MainWindow : public QMainWindow {
   QString sessionPath_;
   EngineBridge* engine_ = nullptr;
   uint64_t latestRequest_ = 0;
+  uint64_t cancelledThrough_ = 0;  // requests up to this id were cancelled: a late answer of theirs is dropped
   std::shared_ptr<const SessionResult> last_;
 
   SourcePanel* sourcePanel_ = nullptr;
@@ -92,6 +103,7 @@ class MainWindow : public QMainWindow {
   QLabel* timing_ = nullptr;
   QLabel* marginal_ = nullptr;
   QLabel* busy_ = nullptr;
+  QPushButton* cancel_ = nullptr;  // beside busy_ while a computation runs
 };
 
 }  // namespace tl

@@ -1,5 +1,6 @@
-// The File menu's actions: sessions, figure exports and plan exports. Failures are reported and the
-// window carries on; every write is atomic, so a failed one leaves any earlier file untouched.
+// The File menu's actions that write: sessions, figure exports and plan exports (opening: main_window_open.cpp).
+// Failures are reported and the window carries on; every write is atomic, so a failed one leaves any earlier file
+// untouched.
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMessageBox>
@@ -18,17 +19,6 @@ const std::map<std::string, QString> kFormatFilters = {
     {"png", "PNG image (*.png)"}, {"svg", "SVG vector figure (*.svg)"}, {"pdf", "PDF document (*.pdf)"}};
 
 }  // namespace
-
-void MainWindow::openSessionFile() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QFileInfo(sessionPath_).path(),
-                                                    tr("TransportLens sessions (*.json);;All files (*)"));
-  if (path.isEmpty()) return;
-  try {
-    loadSession(Session::load(path.toStdString()), path);
-  } catch (const std::exception& e) {
-    reportError(tr("Could not open the session"), e.what());
-  }
-}
 
 void MainWindow::saveSessionFile(bool askForPath) {
   QString path = sessionPath_;

@@ -190,12 +190,17 @@ TEST_F(ModelSourcePanelTest, DroppedCheckpointsAndImagesBecomeTheSource) {
   EXPECT_EQ(window_->lastResult()->model->image.description, "gradient.png");
   EXPECT_EQ(window_->currentSession().views.back(), "prediction");  // a model session lists the model views
 
-  // Another weights file; a file of another kind is refused at the door.
-  ASSERT_TRUE(dropFiles(window_.get(), {QString::fromStdString(test::fixtureCheckpoint("hf_softmax") + "/model.safetensors")}));
+  // Another weights file; a file of another kind is taken and answered with a message, the source stays.
+  const std::string softmax = test::fixtureCheckpoint("hf_softmax");
+  ASSERT_TRUE(dropFiles(window_.get(), {QString::fromStdString(softmax + "/model.safetensors")}));
   ASSERT_TRUE(test::waitForResult(*window_, [](const SessionResult& r) {
     return r.model && r.model->config.attention.family == "softmax";
   }));
-  EXPECT_FALSE(dropFiles(window_.get(), {QString::fromStdString(sinkhorn + "/images.npy")}));
+  window_->statusBar()->clearMessage();
+  EXPECT_TRUE(dropFiles(window_.get(), {QString::fromStdString(sinkhorn + "/images.npy")}));
+  EXPECT_TRUE(window_->statusBar()->currentMessage().contains("Cannot open images.npy"))
+      << window_->statusBar()->currentMessage().toStdString();
+  EXPECT_EQ(window_->currentSession().source.model.checkpoint, softmax + "/model.safetensors");
 }
 
 }  // namespace
