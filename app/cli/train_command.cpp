@@ -16,9 +16,6 @@
 namespace tl::cli {
 namespace {
 
-// Exit status of a run stopped by Ctrl-C: the shell convention 128 + SIGINT, so scripts see an interrupt.
-constexpr int kInterrupted = 130;
-
 CommandLine trainCommandLine() {
   const TrainingOptions d;
   auto withDefault = [](const std::string& help, const auto& value) {
@@ -98,6 +95,9 @@ void applyFlags(const CommandLine& cl, TrainingOptions& o) {
 }
 
 #ifdef TL_WITH_TORCH
+// Exit status of a run stopped by Ctrl-C: the shell convention 128 + SIGINT, so scripts see an interrupt.
+constexpr int kInterrupted = 130;
+
 // The line every finished epoch leaves on stderr (on a terminal, below the status line of the steps).
 void printEpochSummary(const EpochMetrics& m, int epochs) {
   std::fprintf(stderr, "epoch %d/%d  loss %.4f  train %.2f%%  test %.2f%%  %.1f s (+%.1f s eval)", m.epoch, epochs,
