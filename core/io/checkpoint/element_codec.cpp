@@ -73,7 +73,7 @@ void encodeElements(StoredType t, const float* values, size_t count, std::string
   switch (t) {
     case StoredType::F32:
       out.resize(start + count * 4);
-      std::memcpy(&out[start], values, count * 4);
+      if (count > 0) std::memcpy(&out[start], values, count * 4);  // an empty tensor may have no buffer at all
       return;
     case StoredType::F16:
     case StoredType::BF16: {
