@@ -102,6 +102,17 @@ json sourceToJson(const SourceSpec& s, const std::string& baseDir) {
           {"mask", relativeTo(s.mask, baseDir)}};
 }
 
+// An integer field, or `fallback` when absent. json::value would convert 1e111 to int (undefined behaviour, found by
+// the fuzzer), so the type and the range are checked first.
+int intField(const json& j, const char* key, int fallback) {
+  if (!j.contains(key)) return fallback;
+  const json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < std::numeric_limits<int>::min() ||
+      v.get<long long>() > std::numeric_limits<int>::max())
+    throw InvalidArgument(std::string("session: \"") + key + "\" must be an integer, not " + v.dump());
+  return v.get<int>();
+}
+
 SourceSpec sourceFromJson(const json& j, const std::string& baseDir) {
   SourceSpec s;
   const std::string kind = j.value("kind", "");
@@ -124,8 +135,8 @@ SourceSpec sourceFromJson(const json& j, const std::string& baseDir) {
     if (s.model.checkpoint.empty()) throw InvalidArgument("session: a model source needs a checkpoint path");
     s.model.image = ImageSource::parse(j.value("image", "fashion-mnist:test:0"));
     if (s.model.image.isFile()) s.model.image.file = resolvePath(s.model.image.file, baseDir);
-    s.model.layer = j.value("layer", 0);
-    s.model.head = j.value("head", 0);
+    s.model.layer = intField(j, "layer", 0);
+    s.model.head = intField(j, "head", 0);
     if (s.model.layer < 0 || s.model.head < 0) throw InvalidArgument("session: model layer and head are indices from 0");
   } else {
     throw InvalidArgument("session: source kind '" + kind + "' is not valid; expected synthetic, files or model");
@@ -173,7 +184,7 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
   try {
     if (!j.is_object() || j.value("format", "") != kFormatName)
       throw InvalidArgument(std::string("not a TransportLens session (expected \"format\": \"") + kFormatName + "\")");
-    const int version = j.value("version", 0);
+    const int version = intField(j, "version", 0);
     if (version > kFormatVersion)
       throw InvalidArgument("session format version " + std::to_string(version) +
                             " is newer than this TransportLens understands (" + std::to_string(kFormatVersion) +
@@ -197,8 +208,8 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
     s.viewState = j.value("view_state", json::object());
     const json ex = j.value("export", json::object());
     s.exportSettings.formats = ex.value("formats", s.exportSettings.formats);
-    s.exportSettings.width = ex.value("width", s.exportSettings.width);
-    s.exportSettings.height = ex.value("height", s.exportSettings.height);
+    s.exportSettings.width = intField(ex, "width", s.exportSettings.width);
+    s.exportSettings.height = intField(ex, "height", s.exportSettings.height);
     s.exportSettings.scale = ex.value("scale", s.exportSettings.scale);
     validateExportSettings(s.exportSettings);
     return s;

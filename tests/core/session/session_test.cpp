@@ -195,6 +195,9 @@ TEST(Session, RejectsWhatTheFuzzerFound) {
   test::TempDir dir;
   test::writeBytes(dir.file("format.json"), R"({"format": ["transportlens-session"], "version": 1})");
   EXPECT_TRUE(rejected([&] { (void)Session::load(dir.file("format.json")); }, {"format.json"}));
+  json hugeVersion = richSession().toJson();
+  hugeVersion["version"] = 1.1e111;  // a double where an int belongs: converting it was undefined behaviour
+  EXPECT_TRUE(rejected([&] { (void)Session::fromJson(hugeVersion); }, {"version", "integer"}));
   test::writeBytes(dir.file("overflow.json"), "1e999999");
   EXPECT_TRUE(rejected([&] { (void)Session::load(dir.file("overflow.json")); }, {"overflow.json", "JSON"}));
 }
