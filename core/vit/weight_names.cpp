@@ -87,7 +87,11 @@ int countLayers(const TensorMap& sd) {
   return depth;
 }
 
+// The side of a square grid of `value` cells, or 0 when there is none. Values below 1 (an empty pos_embedding) and
+// beyond int's squares are no grid; checked first, since sqrt of a negative count rounded to int64 overflowed (found
+// by the fuzz campaign).
 int exactRoot(int64_t value) {
+  if (value < 1 || value > int64_t(46340) * 46340) return 0;
   const auto root = int64_t(std::llround(std::sqrt(double(value))));
   return root * root == value ? int(root) : 0;
 }

@@ -130,6 +130,11 @@ TEST(WeightNames, MissingInformationAndTensorsAreNamed) {
   wrongShape["transformer.layers.0.1.norm.weight"] = counting({5}, 0);
   EXPECT_TRUE(throwsWith<FileError>([&] { convertVitPytorch(wrongShape, twoHeads(), "sd.pt"); },
                                     {"transformer.layers.0.1.norm.weight", "[5]", "[4]"}));
+  // Found by the fuzz campaign: an empty pos_embedding claims −1 patch positions, whose square root overflowed.
+  TensorMap noPositions = sd;
+  noPositions["pos_embedding"] = counting({1, 0, 4}, 0);
+  EXPECT_TRUE(throwsWith<FileError>([&] { convertVitPytorch(noPositions, twoHeads(), "sd.pt"); },
+                                    {"pos_embedding", "-1 patch positions", "square grid"}));
 }
 
 TEST(WeightNames, RefusesTheNewerVitPytorchLayoutSayingWhy) {
