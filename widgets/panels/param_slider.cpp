@@ -5,6 +5,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -24,10 +25,15 @@ class CompactDoubleSpinBox : public QDoubleSpinBox {
   }
 };
 
+// QDoubleSpinBox rounds every value to `decimals` places; Qt's largest setting keeps every double,
+// so a session's eps = 1e-300 shows as itself instead of being rounded (or clamped) to a larger value.
+constexpr int kAllDecimals = DBL_MAX_10_EXP + DBL_DIG;
+
 double entryMin(const ParamSpec& spec) {
   if (!spec.minExclusive) return spec.min;
-  // The smallest typed value still strictly inside an open lower bound (eps > 0).
-  return spec.min + std::max(1e-12, std::abs(spec.sliderMin()) * 1e-6);
+  // The smallest double strictly inside an open lower bound (eps > 0): the entry accepts whatever the
+  // schema accepts, and the operator says when a value is too small for its precision.
+  return std::nextafter(spec.min, std::numeric_limits<double>::infinity());
 }
 
 int clampToInt(double v) {
@@ -55,7 +61,7 @@ ParamSlider::ParamSlider(const ParamSpec& spec, QWidget* parent) : QWidget(paren
     slider_->setRange(0, kRealSteps);
     realEntry_ = new CompactDoubleSpinBox(this);
     realEntry_->setObjectName(QString::fromStdString("entry:" + spec.name));
-    realEntry_->setDecimals(12);  // display is %g; this only keeps small values from rounding to 0
+    realEntry_->setDecimals(kAllDecimals);  // display is %g; this only keeps small values from rounding
     realEntry_->setRange(entryMin(spec), spec.max);
     realEntry_->setMinimumWidth(80);
     if (spec.logScale) realEntry_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);

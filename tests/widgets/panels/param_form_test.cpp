@@ -2,6 +2,7 @@
 // gets a control of the right kind, and log sliders span their range geometrically.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QSlider>
 #include <QSignalSpy>
@@ -73,6 +74,19 @@ TEST_F(ParamFormTest, SetValuesShowsWithoutEmitting) {
   form.setValues(sinkhorn.schema.resolve({{"T", 77LL}}, "sinkhorn"));
   EXPECT_EQ(form.findChild<QSlider*>("slider:T")->value(), 77);
   EXPECT_EQ(changed.count(), 0);
+}
+
+TEST_F(ParamFormTest, TinyValuesShowAsThemselves) {
+  // A session may hold eps far below the slider's range; the entry must show that value, not a clamped one.
+  const FamilyInfo& sinkhorn = OperatorRegistry::builtin().get("sinkhorn");
+  ParamForm form(sinkhorn.schema, sinkhorn.schema.resolve({{"eps", 1e-300}}, "sinkhorn"));
+  auto* entry = form.findChild<QDoubleSpinBox*>("entry:eps");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->value(), 1e-300);
+  EXPECT_EQ(entry->text(), QString("1e-300"));
+  EXPECT_EQ(getReal(form.values(), "eps"), 1e-300);
+  entry->setValue(3e-13);  // typed: kept, not rounded to zero
+  EXPECT_EQ(getReal(form.values(), "eps"), 3e-13);
 }
 
 }  // namespace
