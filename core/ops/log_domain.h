@@ -11,10 +11,31 @@ namespace tl {
 
 // exp that maps -inf to exactly 0. Eigen 3.4's vectorised exp returns a denormal (~5.6e-309 in double,
 // ~2.9e-39 in float) for -inf under AVX, which would leave masked plan entries and targets "almost 0".
+// Written as a packet functor because Eigen 3.4 does not vectorise `select`: `(x == -inf).select(0, x.exp())`
+// ran the whole exponential one scalar at a time, 4x (double) to 14x (float) slower, and it is the inner loop
+// of every log-domain operator.
+template <class T>
+struct ExactExpOp {
+  T operator()(const T& x) const { return x == -std::numeric_limits<T>::infinity() ? T(0) : Eigen::numext::exp(x); }
+  template <class Packet>
+  Packet packetOp(const Packet& x) const {
+    using namespace Eigen::internal;
+    return pselect(pcmp_eq(x, pset1<Packet>(-std::numeric_limits<T>::infinity())), pzero(x), pexp(x));
+  }
+};
+
+}  // namespace tl
+
+template <class T>
+struct Eigen::internal::functor_traits<tl::ExactExpOp<T>> {
+  enum { Cost = functor_traits<scalar_exp_op<T>>::Cost + 2, PacketAccess = packet_traits<T>::HasExp };
+};
+
+namespace tl {
+
 template <class Derived>
 auto exactExp(const Eigen::ArrayBase<Derived>& x) {
-  using T = typename Derived::Scalar;
-  return (x == -std::numeric_limits<T>::infinity()).select(T(0), x.exp());
+  return x.unaryExpr(ExactExpOp<typename Derived::Scalar>());
 }
 
 // out_i = log sum_j exp(X_ij + colShift_j)
