@@ -23,12 +23,18 @@ if(TL_GUI)
     IOExportGL2PS RenderingGL2PSOpenGL2)
 endif()
 
+# The CPU operators split their log-sum-exp passes and Eigen its products across cores with OpenMP
+# (core/common/parallel.h). Optional for core: without it (e.g. clang without libomp in the fuzz build)
+# they run on one thread.
+find_package(OpenMP COMPONENTS CXX)
 if(TL_TORCH)
   find_package(Torch REQUIRED)
   # Debian's LibTorch runs at::parallel_for on OpenMP, and that function is a header template whose
   # `#pragma omp parallel` is compiled into the caller: without OpenMP a caller's loop runs on one thread
   # whatever --threads says.
-  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  if(NOT OpenMP_CXX_FOUND)
+    message(FATAL_ERROR "TL_TORCH needs OpenMP (libgomp, with GCC)")
+  endif()
 endif()
 
 # TL_CUDA=AUTO turns CUDA on only when a CUDA compiler is present; CUDA stays optional at run time too.

@@ -15,6 +15,8 @@
 #include "bench_common.h"
 #include "commands.h"
 #include "common/errors.h"
+#include "common/parallel.h"
+#include "cpu_floor.h"
 #include "data/random.h"
 #include "gpu_bench.h"
 #include "io/atomic_file.h"
@@ -35,6 +37,9 @@ CommandLine benchCommandLine() {
        {"d", "D", "head dimension (default 64)"},
        {"repeats", "R", "timed runs per operator and n; the median is reported (default 7)"},
        {"precision", "f64|f32", "computation precision (default f64)"},
+       {"threads", "N", "threads of the C++ path and of the PyTorch reference (default: every core)"},
+       {"floor", "", "also measure this CPU's floor (vectorised exp, streaming read; 1 thread and --threads) and "
+                     "report each operator's time as a multiple of it"},
        {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
        {"training", "", "time one training step (forward + backward, float32) of each LibTorch normaliser, "
                         "next to its dense graph (default --d 16)"},
@@ -130,24 +135,58 @@ struct BenchRow {
   int n = 0;
   std::vector<double> cppSeconds;
   std::optional<double> referenceSeconds;
+  // With --floor: the operator's time over one exp pass over the n × n scores, and, for the families whose
+  // least work is known (softmax: 3 passes, Sinkhorn: T + 2; see floorPasses), over that least work.
+  std::optional<double> expPassEquivalents, floorSeconds;
 };
+
+// Exp passes over n × n that the dense log-domain loop cannot avoid: T + 1 log-sum-exps (the last one gives
+// the final plan's open marginal) and the plan itself. Softmax is the T = 1 Sinkhorn step.
+std::optional<int> floorPasses(const OperatorSpec& spec) {
+  if (spec.family == "softmax") return 3;
+  if (spec.family == "sinkhorn") return int(getInt(spec.params, "T")) + 2;
+  return std::nullopt;
+}
 
 void printTable(const std::vector<BenchRow>& rows) {
   size_t width = 8;
   for (const auto& row : rows) width = std::max(width, row.op.size());
-  std::printf("%-*s %7s %12s %12s %10s\n", int(width), "operator", "n", "C++ ms", "torch ms", "torch/C++");
+  const bool floor = !rows.empty() && rows.front().expPassEquivalents;
+  std::printf("%-*s %7s %12s %12s %10s", int(width), "operator", "n", "C++ ms", "torch ms", "torch/C++");
+  std::printf(floor ? " %11s %11s\n" : "\n", "exp passes", "x floor");
   for (const auto& row : rows) {
     const double cpp = median(row.cppSeconds);
     std::printf("%-*s %7d %12.3f", int(width), row.op.c_str(), row.n, 1e3 * cpp);
     if (row.referenceSeconds)
-      std::printf(" %12.3f %10.2f\n", 1e3 * *row.referenceSeconds, *row.referenceSeconds / cpp);
+      std::printf(" %12.3f %10.2f", 1e3 * *row.referenceSeconds, *row.referenceSeconds / cpp);
     else
-      std::printf(" %12s %10s\n", "-", "-");
+      std::printf(" %12s %10s", "-", "-");
+    if (row.expPassEquivalents) {
+      std::printf(" %11.1f", *row.expPassEquivalents);
+      if (row.floorSeconds)
+        std::printf(" %11.2f", cpp / *row.floorSeconds);
+      else
+        std::printf(" %11s", "-");
+    }
+    std::printf("\n");
   }
 }
 
+nlohmann::json floorsJson(const std::vector<CpuFloor>& floors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const CpuFloor& floor : floors) out.push_back(floorJson(floor));
+  return out;
+}
+
+void printFloors(const std::vector<CpuFloor>& floors) {
+  for (const CpuFloor& floor : floors)
+    std::printf("floor, %d thread(s): exp %.3f ns (f32), %.3f ns (f64) per element; streaming read %.1f GB/s\n",
+                floor.threads, 1e9 / floor.expPerSecond32, 1e9 / floor.expPerSecond64,
+                floor.streamBytesPerSecond / 1e9);
+}
+
 nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBenchRequest& request,
-                         const ReferenceTimings& reference) {
+                         const ReferenceTimings& reference, const std::vector<CpuFloor>& floors) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& row : rows) {
     nlohmann::json entry = {{"op", row.op},
@@ -159,6 +198,11 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
       entry["reference_median_seconds"] = *row.referenceSeconds;
       entry["ratio_reference_over_cpp"] = *row.referenceSeconds / median(row.cppSeconds);
     }
+    if (row.expPassEquivalents) entry["exp_pass_equivalents"] = *row.expPassEquivalents;
+    if (row.floorSeconds) {
+      entry["floor_seconds"] = *row.floorSeconds;
+      entry["ratio_cpp_over_floor"] = median(row.cppSeconds) / *row.floorSeconds;
+    }
     results.push_back(entry);
   }
   return {{"d", request.d},
@@ -167,6 +211,8 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
           {"lazy", request.lazy},
           {"machine",
            {{"cpu_model", cpuModel()},
+            {"cpu_simd_flags", cpuDescription()["cpu_simd_flags"]},
+            {"build_simd", cpuDescription()["build_simd"]},
             {"logical_cores", std::thread::hardware_concurrency()},
             {"cpp_threads", request.threads},
             {"reference_threads", reference.report.value("threads", 0)}}},
@@ -176,6 +222,7 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
             {"reason", reference.reason},
             {"script", referenceScript("bench_reference.py")},
             {"report", reference.report}}},
+          {"floor", floorsJson(floors)},
           {"results", results}};
 }
 
@@ -202,8 +249,10 @@ int benchCommand(const Args& args) {
     if (cl.has(option)) throw InvalidArgument(std::string("bench: --") + option + " belongs to --training");
   ReferenceBenchRequest request;
   const std::vector<std::string> labels = cl.all("op");
-  if (labels.empty()) throw InvalidArgument("'bench' needs at least one --op (see 'tlens bench --help')");
-  request.sizes = parsePositiveIntList("n", cl.required("n"));
+  const bool withFloor = cl.has("floor");
+  if (labels.empty() && !withFloor)
+    throw InvalidArgument("'bench' needs at least one --op, or --floor (see 'tlens bench --help')");
+  request.sizes = labels.empty() ? std::vector<int>{} : parsePositiveIntList("n", cl.required("n"));
   request.d = parsePositiveInt("d", cl.get("d").value_or("64"));
   request.lazy = cl.has("lazy");
   char dirTemplate[] = "/tmp/tlens-bench-files-XXXXXX";
@@ -219,8 +268,16 @@ int benchCommand(const Args& args) {
   request.repeats = parsePositiveInt("repeats", cl.get("repeats").value_or("7"));
   const Precision precision = parsePrecision(cl.get("precision").value_or("f64"));
   request.precision = precisionName(precision);
-  // The reference gets as many threads as the C++ path uses: Eigen's count (1 unless built with OpenMP).
-  request.threads = Eigen::nbThreads();
+  // The reference gets as many threads as the C++ path uses.
+  const int threads = parsePositiveInt("threads", cl.get("threads").value_or(std::to_string(parallelThreads())));
+  std::vector<CpuFloor> floors;
+  if (withFloor) {
+    std::cerr << "measuring the CPU floor ...\n";
+    floors.push_back(measureCpuFloor(1, request.repeats));
+    if (threads > 1) floors.push_back(measureCpuFloor(threads, request.repeats));
+  }
+  setParallelThreads(threads);
+  request.threads = parallelThreads();
 
   std::vector<BenchRow> rows;
   for (size_t s = 0; s < specs.size(); ++s) {
@@ -233,23 +290,41 @@ int benchCommand(const Args& args) {
                       precision == Precision::F64
                           ? timeOperator<double>(*op, n, request.d, request.repeats, request.lazy)
                           : timeOperator<float>(*op, n, request.d, request.repeats, request.lazy),
-                      std::nullopt});
+                      std::nullopt, std::nullopt, std::nullopt});
     }
   }
-  std::cerr << "timing the PyTorch reference (" << referencePython() << ") ...\n";
-  const ReferenceTimings reference = runReferenceBench(request);
-  for (auto& row : rows) row.referenceSeconds = reference.medianSeconds(row.resolved, row.n);
+  ReferenceTimings reference;
+  if (!rows.empty()) {
+    std::cerr << "timing the PyTorch reference (" << referencePython() << ") ...\n";
+    reference = runReferenceBench(request);
+  }
+  const size_t bytes = precision == Precision::F64 ? sizeof(double) : sizeof(float);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    BenchRow& row = rows[r];
+    row.referenceSeconds = reference.medianSeconds(row.resolved, row.n);
+    if (floors.empty()) continue;
+    const CpuFloor& floor = floors.back();  // measured with the threads the operators used
+    const double entries = double(row.n) * row.n, cpp = median(row.cppSeconds);
+    row.expPassEquivalents = cpp / floor.passSeconds(entries, 1, bytes);
+    if (const auto passes = floorPasses(specs[r / request.sizes.size()]))
+      row.floorSeconds = floor.passSeconds(entries, *passes, bytes);
+  }
 
-  std::printf("C++ CPU path (%s): %d thread(s), %s, d=%d, median of %d runs%s\n", cpuModel().c_str(),
+  std::printf("C++ CPU path (%s; %s): %d thread(s), %s, d=%d, median of %d runs%s\n", cpuModel().c_str(),
+              Eigen::SimdInstructionSetsInUse(),
               request.threads, request.precision.c_str(), request.d, request.repeats,
               request.lazy ? ", lazy O = A·V only" : "");
-  if (reference.available)
-    std::printf("reference: PyTorch %s, %d thread(s)\n", reference.report.value("torch", "?").c_str(),
-                reference.report.value("threads", 0));
-  else
-    std::printf("reference: not run (%s)\n", reference.reason.c_str());
-  printTable(rows);
-  if (const auto file = cl.get("json")) writeFileAtomically(*file, benchJson(rows, request, reference).dump(2) + "\n");
+  printFloors(floors);
+  if (!rows.empty()) {
+    if (reference.available)
+      std::printf("reference: PyTorch %s, %d thread(s)\n", reference.report.value("torch", "?").c_str(),
+                  reference.report.value("threads", 0));
+    else
+      std::printf("reference: not run (%s)\n", reference.reason.c_str());
+    printTable(rows);
+  }
+  if (const auto file = cl.get("json"))
+    writeFileAtomically(*file, benchJson(rows, request, reference, floors).dump(2) + "\n");
   return 0;
 }
 

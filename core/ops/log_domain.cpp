@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 
 namespace tl {
 namespace {
@@ -18,32 +19,49 @@ T safeMax(T m) {
 }
 }  // namespace
 
+// Both passes of a row's log-sum-exp (its max, then the sum of exp(x − max)) read a row buffer that stays in
+// L1, so X is read from memory once per half-step. Rows are split across threads.
 template <class T>
 Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift) {
   Vec<T> out(X.rows());
-  Eigen::Array<T, 1, Eigen::Dynamic> row(X.cols());
-  for (Eigen::Index i = 0; i < X.rows(); ++i) {
-    row = X.row(i).array() + colShift.transpose().array();
-    const T m = safeMax(row.maxCoeff());
-    out(i) = m + std::log(exactExp(row - m).sum());
-  }
+  parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+    Eigen::Array<T, 1, Eigen::Dynamic> row(X.cols());
+    for (Eigen::Index i = first; i < end; ++i) {
+      row = X.row(i).array() + colShift.transpose().array();
+      const T m = safeMax(row.maxCoeff());
+      out(i) = m + std::log(exactExp(row - m).sum());
+    }
+  });
+  return out;
+}
+
+// X is row-major, so each thread takes a range of columns and walks every row's contiguous segment of it: one
+// pass for the column maxima, one for the sums.
+template <class T>
+Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
+  const T negInf = -std::numeric_limits<T>::infinity();
+  Vec<T> out(X.cols());
+  parallelFor(X.cols(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+    const Eigen::Index width = end - first;
+    Eigen::Array<T, 1, Eigen::Dynamic> colMax = Eigen::Array<T, 1, Eigen::Dynamic>::Constant(width, negInf);
+    for (Eigen::Index i = 0; i < X.rows(); ++i)
+      colMax = colMax.max(X.row(i).segment(first, width).array() + rowShift(i));
+    colMax = (colMax == negInf).select(T(0), colMax);
+    Eigen::Array<T, 1, Eigen::Dynamic> sum = Eigen::Array<T, 1, Eigen::Dynamic>::Zero(width);
+    for (Eigen::Index i = 0; i < X.rows(); ++i)
+      sum += exactExp(X.row(i).segment(first, width).array() + rowShift(i) - colMax);
+    out.segment(first, width) = (colMax + sum.log()).transpose().matrix();
+  });
   return out;
 }
 
 template <class T>
-Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
-  const T negInf = -std::numeric_limits<T>::infinity();
-  Eigen::Array<T, 1, Eigen::Dynamic> colMax = Eigen::Array<T, 1, Eigen::Dynamic>::Constant(X.cols(), negInf);
-  for (Eigen::Index i = 0; i < X.rows(); ++i) colMax = colMax.max(X.row(i).array() + rowShift(i));
-  colMax = (colMax == negInf).select(T(0), colMax);
-  Eigen::Array<T, 1, Eigen::Dynamic> sum = Eigen::Array<T, 1, Eigen::Dynamic>::Zero(X.cols());
-  for (Eigen::Index i = 0; i < X.rows(); ++i) sum += exactExp(X.row(i).array() + rowShift(i) - colMax);
-  return (colMax + sum.log()).transpose().matrix();
-}
-
-template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K) {
-  return (Q * K.transpose()) / std::sqrt(T(Q.cols()));
+  // In place: one n_q × n_k buffer, not a product temporary and a scaled copy.
+  Mat<T> S(Q.rows(), K.rows());
+  S.noalias() = Q * K.transpose();
+  S /= std::sqrt(T(Q.cols()));
+  return S;
 }
 
 template <class T>
@@ -71,11 +89,12 @@ void checkScaledScores(T maxAbsScore, double eps) {
 }
 
 template <class T>
-Mat<T> scaledScores(const Mat<T>& S, double eps) {
-  // NaN compares false, so a NaN entry fails the check too.
-  const T maxAbs = S.size() == 0 ? T(0) : S.cwiseAbs().maxCoeff();
-  checkScaledScores(S.allFinite() ? maxAbs : std::numeric_limits<T>::infinity(), eps);
-  return S / T(eps);
+Mat<T> scaledScores(Mat<T> S, double eps) {
+  // One pass: a NaN entry propagates to the maximum, and NaN or inf fails the check.
+  const T maxAbs = S.size() == 0 ? T(0) : S.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>();
+  checkScaledScores(maxAbs, eps);
+  S /= T(eps);
+  return S;
 }
 
 template <class T>
@@ -101,10 +120,10 @@ void checkDenseSize(long long nQueries, long long nKeys, size_t bytesPerEntry, c
 
 template void checkScaledScores(float, double);
 template void checkScaledScores(double, double);
-template Mat<float> scaledScores(const Mat<float>&, double);
+template Mat<float> scaledScores(Mat<float>, double);
 template void checkScaledScoreBound(const Mat<float>&, const Mat<float>&, double);
 template void checkScaledScoreBound(const Mat<double>&, const Mat<double>&, double);
-template Mat<double> scaledScores(const Mat<double>&, double);
+template Mat<double> scaledScores(Mat<double>, double);
 template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);

@@ -56,7 +56,7 @@ Mat<T> scores(const Mat<T>& Q, const Mat<T>& K);
 template <class T>
 void checkScaledScores(T maxAbsScore, double eps);
 template <class T>
-Mat<T> scaledScores(const Mat<T>& S, double eps);  // S/eps after checkScaledScores
+Mat<T> scaledScores(Mat<T> S, double eps);  // S/eps after checkScaledScores, in S's buffer
 // The same check where S is never formed on the host (the device paths): |S_ij| ≤ max‖q_i‖·max‖k_j‖/√d
 // (Cauchy–Schwarz) stands in for max |S|, so a refusal can come slightly early, never late.
 template <class T>

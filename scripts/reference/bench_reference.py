@@ -14,9 +14,8 @@ esp hard and every --lazy run use structured_reference.py (permutations, band, f
 (asap slices/beta/dual, lot pivots/mass_logits, esp slices) are read from the paths in the operator string,
 which `tlens bench` writes so both sides use the same arrays.
 
-Threads: `tlens bench` passes --threads equal to the number of threads its own CPU path uses (Eigen without
-OpenMP is single-threaded, so 1), and torch.set_num_threads gets that value, so the ratio compares like with
-like. Operators the reference does not cover are reported with "error" instead of a time.
+Threads: `tlens bench` passes --threads equal to the number of threads its own CPU path uses (its --threads,
+every core by default), and torch.set_num_threads gets that value, so the ratio compares like with like. Operators the reference does not cover are reported with "error" instead of a time.
 """
 import argparse
 import json

@@ -48,7 +48,7 @@ TEST(TlensHelp, PlanHelpListsEveryOption) {
 TEST(TlensHelp, BenchAndRenderHelpListTheirOptions) {
   const CliRun bench = runTlens({"bench", "--help"});
   ASSERT_EQ(bench.status, 0) << bench.err;
-  expectMentions(bench.out, {"--op", "--n", "--d", "--repeats", "--precision", "--json"});
+  expectMentions(bench.out, {"--op", "--n", "--d", "--repeats", "--precision", "--threads", "--floor", "--json"});
   const CliRun render = runTlens({"render", "--help"});
   ASSERT_EQ(render.status, 0) << render.err;
   expectMentions(render.out, {"SESSION.json", "--out"});
@@ -89,6 +89,39 @@ TEST(TlensBench, GeneratedFilesAndLazyPathsRunOnBothSides) {
   ASSERT_TRUE(referenceRan(report));
   for (const auto& row : report["results"]) EXPECT_TRUE(row.contains("reference_median_seconds")) << row.dump();
   EXPECT_NE(runTlens({"bench", "--lazy", "--op", "softmax", "--n", "8"}).status, 0);
+}
+
+// --floor: the CPU's exp and streaming throughput in the JSON, and each row's time over it. Sinkhorn's least
+// work is T + 2 exp passes over n × n (T + 1 log-sum-exps and the plan); ESP has no such count.
+TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
+  const std::string json = scratchDir("bench-floor") + "/bench.json";
+  const CliRun run = runTlens({"bench", "--floor", "--threads", "1", "--op", "sinkhorn:T=3", "--op", "esp", "--n", "16",
+                               "--d", "4", "--repeats", "1", "--json", json},
+                              "TL_PYTHON=/bin/false");
+  ASSERT_EQ(run.status, 0) << run.err;
+  expectMentions(run.out, {"floor, 1 thread(s)", "x floor"});
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_EQ(report["cpp_threads"].get<int>(), 1);
+  EXPECT_FALSE(report["machine"]["build_simd"].get<std::string>().empty());
+  ASSERT_EQ(report["floor"].size(), 1u);  // one thread asked: no second, all-thread floor
+  const auto& floor = report["floor"][0];
+  EXPECT_EQ(floor["threads"].get<int>(), 1);
+  for (const char* key : {"exp_per_second_f32", "exp_per_second_f64", "stream_gb_per_second"})
+    EXPECT_GT(floor[key].get<double>(), 0.0) << key;
+  EXPECT_NEAR(floor["exp_ns_f64"].get<double>() * floor["exp_per_second_f64"].get<double>(), 1e9, 1e-3);
+  const auto& sinkhorn = report["results"][0];
+  const auto& esp = report["results"][1];
+  const double cpp = sinkhorn["cpp_median_seconds"].get<double>();
+  const double onePass = cpp / sinkhorn["exp_pass_equivalents"].get<double>();
+  EXPECT_NEAR(sinkhorn["floor_seconds"].get<double>() / onePass, 5.0, 1e-9);
+  EXPECT_NEAR(sinkhorn["ratio_cpp_over_floor"].get<double>(), cpp / sinkhorn["floor_seconds"].get<double>(), 1e-12);
+  EXPECT_GT(esp["exp_pass_equivalents"].get<double>(), 0.0);
+  EXPECT_FALSE(esp.contains("floor_seconds"));
+  // The floor alone needs no operator; a thread count must be positive.
+  EXPECT_EQ(runTlens({"bench", "--floor", "--threads", "1", "--repeats", "1"}).status, 0);
+  const CliRun zero = runTlens({"bench", "--floor", "--threads", "0"});
+  EXPECT_EQ(zero.status, 2);
+  expectMentions(zero.err, {"threads"});
 }
 
 TEST(TlensBench, WithoutTheReferenceStillReportsCppTimes) {

@@ -1,0 +1,30 @@
+#pragma once
+// `tlens bench --floor`: what this CPU can do at best for the work every log-domain operator is made of, so
+// an operator's time can be read as a multiple of it. A half-step of Sinkhorn over an n_q × n_k score
+// matrix needs n_q·n_k exponentials and one read of the scores; nothing can be faster than that.
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace tl::cli {
+
+struct CpuFloor {
+  // Elements per second of the project's own vectorised exp (exactExp, ops/log_domain.h).
+  double expPerSecond32 = 0, expPerSecond64 = 0;
+  // Bytes per second of one streaming read (a sum) over an array far larger than the caches.
+  double streamBytesPerSecond = 0;
+  int threads = 1;
+
+  // Seconds for `passes` exp passes over an n_q × n_k matrix of the given element size, each also reading it
+  // once: the larger of the two (the read overlaps the arithmetic).
+  double passSeconds(double entries, int passes, size_t bytesPerElement) const;
+};
+
+// Measures the floor with `threads` threads (median of `repeats` timings of each kernel).
+CpuFloor measureCpuFloor(int threads, int repeats);
+
+// The CPU model, the SIMD sets this build uses and the ones the CPU offers, for the bench JSON.
+nlohmann::json cpuDescription();
+
+nlohmann::json floorJson(const CpuFloor& floor);
+
+}  // namespace tl::cli
