@@ -6,6 +6,9 @@ add_executable(tlens
   cli/help.cpp
   cli/plan_command.cpp
   cli/plan_metrics.cpp
+  cli/banded_options.cpp
+  cli/grad_command.cpp
+  cli/certify_command.cpp
   cli/input_options.cpp
   cli/compare_command.cpp
   cli/compare_report.cpp
