@@ -73,6 +73,12 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
     r.runs.push_back(std::move(run));
   }
   if (count > 1) analyseComparison(r, feedback);
+  // The Certificates view follows every banded run (the GUI shows all views; tlens render may select it).
+  if (count > 0 && session.operators.front().family == "banded") {
+    feedback.setProgress(1.0, "banded certificates");
+    r.certificates = std::make_shared<const BandedCertificateReport>(
+        bandedCertificateReport(*r.input, BandedParams::from(session.operators.front().params)));
+  }
   if (r.model) swapIntoModel(r, feedback);
   feedback.setProgress(1.0, "done");
   return r;

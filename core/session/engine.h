@@ -12,6 +12,7 @@
 
 #include "analysis/summary.h"
 #include "common/feedback.h"
+#include "ops/banded/banded_certificates.h"
 #include "session/session.h"
 #include "session/source_loader.h"
 
@@ -36,6 +37,8 @@ struct SessionResult {
   std::shared_ptr<const ModelRun> model;
   std::optional<VitTrace> swapped;
   std::vector<int> swappedLayers;
+  // The Certificates view's numbers, computed here on the worker thread when the primary operator is banded.
+  std::shared_ptr<const BandedCertificateReport> certificates;
   double seconds = 0;  // source + all operators
 };
 

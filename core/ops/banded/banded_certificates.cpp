@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "data/random.h"
 #include "ops/banded/banded_tail.h"
 
 namespace tl {
@@ -231,6 +232,32 @@ BiasCertificate biasCertificate(const AttentionInput<double>& input, const Bande
       break;
     }
   return out;
+}
+
+MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols) {
+  SeededRandom random(0);
+  MatD G(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) G(i, j) = random.normal();
+  return G;
+}
+
+BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params) {
+  BandedCertificateReport r;
+  r.eps = params.eps;
+  r.contraction = contractionCertificates(input, params, params.tile);
+  r.observed = observedContraction(input, params);
+  const std::vector<int> tails{0, 1, 2, 4};
+  const double entries = double(bandSupportSize(std::max(input.Q.rows(), input.K.rows()),
+                                                params.dustbin ? input.Q.rows() + input.K.rows() : params.W));
+  // Per depth, the three pullbacks (surrogate, state VJP, full) walk the support about 4·(steps + 1) times.
+  double visits = 0;
+  for (int R : tails) visits += entries * 4 * double(params.baseSteps + R + 1);
+  if (!input.V) r.biasNote = "no values (V) in this source: no bias certificate";
+  else if (params.baseSteps == 0) r.biasNote = "base_steps = 0: nothing is stopped, the surrogate is exact";
+  else if (visits > kReportBiasBudget) r.biasNote = "problem too large for the live bias certificate; use tlens certify";
+  else r.bias = biasCertificate(input, params, defaultLossWeights(input.Q.rows(), input.V->cols()), tails, 1e-5);
+  return r;
 }
 
 long long bandSupportSize(long long L, long long W) {

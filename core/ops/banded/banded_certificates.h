@@ -88,6 +88,21 @@ struct BiasCertificate {
 BiasCertificate biasCertificate(const AttentionInput<double>& input, const BandedParams& params, const MatD& G,
                                 const std::vector<int>& tails, double tau);
 
+// Everything the Certificates view shows for one banded run, computed together off the GUI thread. The bias
+// certificate uses the fixed loss weights G ~ N(0, 1) (seed 0, n_q × d_v) of the paper's synthetic setting and
+// the depths R = 0, 1, 2, 4; it is left out (with a note) without V, or when full backpropagation would cost
+// more than kReportBiasBudget support-entry visits.
+struct BandedCertificateReport {
+  double eps = 1;
+  ContractionCertificates contraction;
+  std::vector<std::optional<double>> observed;
+  std::optional<BiasCertificate> bias;
+  std::string biasNote;  // why there is no bias certificate
+};
+constexpr double kReportBiasBudget = 1e8;
+MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols);  // N(0, 1), seed 0
+BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params);
+
 // The analytic ledger of Table 6 (and the storage of Table 5) for one head: each quantity under the direct
 // four-plan and the one-reference backward, in bytes (b = bytesPerFloat) except the first row, a count.
 struct LedgerRow {
