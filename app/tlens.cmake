@@ -16,6 +16,7 @@ add_executable(tlens
   cli/render_command.cpp
   cli/bench_command.cpp
   cli/bench_common.cpp
+  cli/backward_bench.cpp
   cli/reference_bench.cpp
   cli/train_command.cpp
   cli/terminal_progress.cpp
