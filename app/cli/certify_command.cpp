@@ -28,21 +28,6 @@ CommandLine certifyCommandLine() {
                      std::move(options));
 }
 
-// A number of an option, whole text only.
-double numberOption(const CommandLine& cl, const std::string& name, double fallback) {
-  const auto text = cl.get(name);
-  if (!text) return fallback;
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(*text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text->size()) throw InvalidArgument("--" + name + " must be a number (got '" + *text + "')");
-  return value;
-}
-
 std::vector<int> tailsFrom(const CommandLine& cl) {
   std::vector<int> tails;
   std::stringstream list(cl.get("tails").value_or("0,1,2,4"));
@@ -92,17 +77,14 @@ int certifyCommand(const Args& args) {
     return 0;
   }
   const BandedParams params = bandedParamsFrom(cl);
-  const double tileValue = numberOption(cl, "tile", params.tile);
-  if (!(tileValue >= 1) || tileValue != double(int(tileValue)))
-    throw InvalidArgument("--tile must be a whole number >= 1 (got '" + cl.get("tile").value_or("") + "')");
-  const double tau = numberOption(cl, "tau", 1e-5);
-  if (!(tau > 0)) throw InvalidArgument("--tau must be > 0 (got '" + cl.get("tau").value_or("") + "')");
+  const int tile = cl.has("tile") ? parsePositiveInt("tile", cl.required("tile")) : params.tile;
+  const double tau = cl.has("tau") ? parseReal("tau", cl.required("tau")) : 1e-5;
+  if (!(tau > 0)) throw InvalidArgument("--tau must be > 0 (got '" + cl.required("tau") + "')");
   const std::vector<int> tails = tailsFrom(cl);
   const std::string jsonPath = cl.required("json");
   if (cl.has("loss-weights") && !cl.has("v") && !cl.has("source"))
     throw InvalidArgument("--loss-weights needs --v (the loss is sum(G * output), output = A V)");
   const AttentionInput<double> input = bandedInputFrom(cl);
-  const int tile = int(tileValue);
 
   const ContractionCertificates certs = contractionCertificates(input, params, tile);
   const double eps = params.eps;

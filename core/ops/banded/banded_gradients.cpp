@@ -46,7 +46,7 @@ BandedGradients<T> bandedGradients(const AttentionInput<T>& input, const BandedP
       !full && params.tailSteps == 2 && options.schedule == BandedTailSchedule::OneReference;
   const banded::Pullback<T> pb =
       banded::pullBackOutput(sys, it, full ? 0 : params.baseSteps, last,
-                             oneReference ? banded::Schedule::OneReference : banded::Schedule::Direct);
+                             oneReference ? BandedTailSchedule::OneReference : BandedTailSchedule::Direct);
   out.dQ = banded::toOriginal(sys, pb.dQ, true, input.Q.rows());
   out.dK = banded::toOriginal(sys, pb.dK, false, input.K.rows());
   out.dV = banded::toOriginal(sys, pb.dV, false, input.K.rows());

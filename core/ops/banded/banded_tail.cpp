@@ -222,11 +222,12 @@ void appendSteps(const System<T>& sys, Iterates<T>& it, int steps, bool centred)
 }
 
 template <class T>
-Pullback<T> pullBackOutput(const System<T>& sys, const Iterates<T>& it, int first, int last, Schedule schedule) {
+Pullback<T> pullBackOutput(const System<T>& sys, const Iterates<T>& it, int first, int last,
+                           BandedTailSchedule schedule) {
   if (sys.V.size() == 0 || sys.G.size() == 0) throw InvalidArgument("banded gradients need V and G");
   Pullback<T> pb;
   outputSweep(sys, it.u[size_t(last)], it.v[size_t(last)], pb);
-  if (schedule == Schedule::OneReference) {
+  if (schedule == BandedTailSchedule::OneReference) {
     if (last - first != 2) throw InvalidArgument("banded: the one-reference schedule needs tail_steps = 2");
     return pullBackOneReference(sys, it, first, std::move(pb));
   }
@@ -252,7 +253,7 @@ Mat<T> toOriginal(const System<T>& sys, const Mat<T>& onSystem, bool queries, Ei
   template System<T> makeSystem(const AttentionInput<T>&, const BandedParams&, const Mat<T>*);                 \
   template Iterates<T> startIterates(const System<T>&);                                                        \
   template void appendSteps(const System<T>&, Iterates<T>&, int, bool);                                        \
-  template Pullback<T> pullBackOutput(const System<T>&, const Iterates<T>&, int, int, Schedule);               \
+  template Pullback<T> pullBackOutput(const System<T>&, const Iterates<T>&, int, int, BandedTailSchedule);               \
   template Pullback<T> pullBackState(const System<T>&, const Iterates<T>&, int, const Vec<T>&, const Vec<T>&); \
   template Mat<T> toOriginal(const System<T>&, const Mat<T>&, bool, Eigen::Index);
 TL_BANDED_TAIL(float)

@@ -10,6 +10,7 @@
 
 #include "common/attention_input.h"
 #include "ops/banded/banded.h"
+#include "ops/banded/banded_gradients.h"
 #include "ops/score_geometry.h"
 
 namespace tl::banded {
@@ -55,16 +56,12 @@ struct Pullback {
   Vec<T> etaU, etaV;      // cotangent left on (u[first], v[first]): η_R for the surrogate
 };
 
-// How the tail's plans are formed: each P^(a,b) from its own potentials (Prop. 1, direct), or — two tail
-// steps only — by rescaling the one reference plan P^(2,2) with α, β, δ (Prop. 2).
-enum class Schedule { Direct, OneReference };
-
 // L = Σ G_ij O_ij with O = P^(last,last)·V, differentiated through steps (first, last] of `it`; the state
 // at `first` is a constant. first = base_steps, last = base_steps + tail_steps is the surrogate;
-// first = 0 is full backpropagation.
+// first = 0 is full backpropagation. The one-reference schedule needs last − first = 2.
 template <class T>
 Pullback<T> pullBackOutput(const System<T>& sys, const Iterates<T>& it, int first, int last,
-                           Schedule schedule = Schedule::Direct);
+                           BandedTailSchedule schedule = BandedTailSchedule::Direct);
 
 // The VJP of the state after step `last` through steps (0, last], seeded with (seedU, seedV): the bias
 // certificate's c_R = D_x z_Tᵀ η_R when seeded with η_R at last = base_steps. dV is zero.
