@@ -248,7 +248,7 @@ void CertificatesView::drawBias(const BandedCertificateReport& report) {
       selected_ = r.R;
       break;
     }
-  QStringList lines{tr("bias certificate, loss <G, O>, G ~ N(0,1) seed 0"), tr("tau = %1").arg(tau_, 0, 'g', 2),
+  QStringList lines{tr("bias certificate, mean loss <Z, O>/(n·d_v), Z ~ N(0,1) seed 0"), tr("tau = %1").arg(tau_, 0, 'g', 2),
                     "  R  ‖η_R‖₂     ‖c_R‖∞     |Δg_R|∞    residual"};
   for (const BiasRow& r : rows)
     lines << QString::asprintf("%s%2d  %9.3e  %9.3e  %9.3e  %9.2e%s", selected_ == r.R ? "▶" : " ", r.R, r.etaNorm2,

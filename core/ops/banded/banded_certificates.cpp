@@ -239,7 +239,7 @@ MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols) {
   MatD G(rows, cols);
   for (Eigen::Index i = 0; i < rows; ++i)
     for (Eigen::Index j = 0; j < cols; ++j) G(i, j) = random.normal();
-  return G;
+  return G / double(rows * cols);
 }
 
 BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params) {

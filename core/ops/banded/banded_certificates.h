@@ -89,8 +89,8 @@ BiasCertificate biasCertificate(const AttentionInput<double>& input, const Bande
                                 const std::vector<int>& tails, double tau);
 
 // Everything the Certificates view shows for one banded run, computed together off the GUI thread. The bias
-// certificate uses the fixed loss weights G ~ N(0, 1) (seed 0, n_q × d_v) of the paper's synthetic setting and
-// the depths R = 0, 1, 2, 4; it is left out (with a note) without V, or when full backpropagation would cost
+// certificate uses the mean loss of the paper's synthetic setting, L = (1/(n_q·d_v)) Σ Z_ij·O_ij with fixed
+// Z ~ N(0, 1) (seed 0), and the depths R = 0, 1, 2, 4; it is left out (with a note) without V, or when full backpropagation would cost
 // more than kReportBiasBudget support-entry visits.
 struct BandedCertificateReport {
   double eps = 1;
@@ -100,7 +100,7 @@ struct BandedCertificateReport {
   std::string biasNote;  // why there is no bias certificate
 };
 constexpr double kReportBiasBudget = 1e8;
-MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols);  // N(0, 1), seed 0
+MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols);  // Z/(rows·cols), Z ~ N(0, 1), seed 0
 BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params);
 
 // The analytic ledger of Table 6 (and the storage of Table 5) for one head: each quantity under the direct
