@@ -54,6 +54,13 @@ std::vector<PlanResult<double>> runOperatorBatch(const Operator& op, const Atten
                                                  Precision precision, DeviceChoice device,
                                                  Feedback& feedback = noFeedback());
 
+// The last contraction certificates (banded): they depend on the input, W, tile and dustbin only, so a new
+// eps or step count reuses them (docs/operators/banded.md#certificates).
+struct ContractionCache {
+  std::string key;
+  std::shared_ptr<const ContractionCertificates> value;
+};
+
 class Engine {
  public:
   using ResultFn = std::function<void(std::shared_ptr<const SessionResult>)>;
@@ -92,6 +99,7 @@ class Engine {
   // The last loaded input, reused while the source is unchanged (slider moves only change operators).
   std::string cachedSourceKey_;
   LoadedSource cachedInput_;
+  ContractionCache contractionCache_;
 
   std::thread worker_;
 };

@@ -128,13 +128,13 @@ void CertificatesView::redraw() {
   const BandedCertificateReport& report = *result_->certificates;
   const OperatorRun& run = result_->runs.front();
   const double eps = report.eps;
-  summary_ = summarizeContraction(report.contraction, eps);
+  summary_ = summarizeContraction(*report.contraction, eps);
   heading_->setText(tr("Contraction and bias certificates  —  %1")
                         .arg(operatorCaption(run.spec).replace(QChar(0x0a), QChar(0x20))));
-  drawTiles(report.contraction, eps);
+  drawTiles(*report.contraction, eps);
 
   std::vector<double> rho;
-  const auto& blocks = summary_.granularity == "strips" ? report.contraction.strips : report.contraction.tiles;
+  const auto& blocks = summary_.granularity == "strips" ? report.contraction->strips : report.contraction->tiles;
   for (const CertificateBlock& b : blocks)
     if (b.positive) rho.push_back(b.at(eps).rhoH);
   VecD counts = VecD::Zero(kHistogramBins);
@@ -159,8 +159,8 @@ void CertificatesView::redraw() {
                              .arg(summary_.medianRhoRange, 0, 'f', 4)
                              .arg(summary_.maxRhoRange, 0, 'f', 4));
   QStringList strips{tr("strips: rows × all active keys%1 (n/a: not strictly positive)")
-                         .arg(report.contraction.dustbin ? tr(" + dustbin key") : "")};
-  const auto& list = report.contraction.strips;
+                         .arg(report.contraction->dustbin ? tr(" + dustbin key") : "")};
+  const auto& list = report.contraction->strips;
   for (size_t s = 0; s < list.size() && int(s) < kStripLines; ++s) {
     const CertificateBlock& b = list[s];
     QString line = QString("rows %1–%2: ").arg(b.row0).arg(b.row1 - 1);
@@ -169,7 +169,7 @@ void CertificatesView::redraw() {
       line += QString("ρ_H = %1, ρ_range = %2").arg(rhoText(c.rhoH, c.oneMinusRhoH)).arg(rhoText(c.rhoRange, c.oneMinusRhoRange));
     } else {
       line += tr("n/a");
-      for (const CertificateBlock& core : report.contraction.cores)
+      for (const CertificateBlock& core : report.contraction->cores)
         if (core.row0 == b.row0) {
           const Contraction c = core.at(eps);
           line += tr("; core keys %1–%2: ρ_H %3").arg(core.col0).arg(core.col1 - 1).arg(rhoText(c.rhoH, c.oneMinusRhoH));
@@ -222,8 +222,8 @@ void CertificatesView::drawObserved(const BandedCertificateReport& report, const
   const double steps = std::max<double>(2, double(report.observed.size()));
   // The certificate the iterates can be held to: the whole support when it is positive; otherwise the largest
   // block ρ_H, which is local and does not bound the banded iteration (docs/operators/banded.md#certificates).
-  const bool whole = report.contraction.whole.has_value();
-  const double level = whole ? report.contraction.whole->at(report.eps).rhoH
+  const bool whole = report.contraction->whole.has_value();
+  const double level = whole ? report.contraction->whole->at(report.eps).rhoH
                              : (rho.empty() ? std::nan("") : *std::max_element(rho.begin(), rho.end()));
   rhoLine_->setData(QVector<double>{1, steps}, QVector<double>{level, level}, true);
   const QString reference = whole ? tr("ρ_H of the whole support") : tr("max block ρ_H (local only)");
@@ -279,7 +279,7 @@ std::string CertificatesView::tablesCsv() const {
   if (!result_ || !result_->certificates) return {};
   const BandedCertificateReport& report = *result_->certificates;
   std::ostringstream out;
-  out << "# blocks (eps = " << csvNumber(report.eps) << ", tile = " << report.contraction.tile << ")\n"
+  out << "# blocks (eps = " << csvNumber(report.eps) << ", tile = " << report.contraction->tile << ")\n"
       << "kind,row0,row1,col0,col1,positive,delta,rho_h,one_minus_rho_h,rho_range,one_minus_rho_range\n";
   auto blocks = [&](const char* kind, const std::vector<CertificateBlock>& list) {
     for (const CertificateBlock& b : list) {
@@ -293,9 +293,9 @@ std::string CertificatesView::tablesCsv() const {
       out << '\n';
     }
   };
-  blocks("tile", report.contraction.tiles);
-  blocks("strip", report.contraction.strips);
-  blocks("core", report.contraction.cores);
+  blocks("tile", report.contraction->tiles);
+  blocks("strip", report.contraction->strips);
+  blocks("core", report.contraction->cores);
   out << "\n# summary (Table 7)\ngranularity,blocks,median_rho_h,p95_rho_h,max_rho_h,median_rho_range,max_rho_range\n"
       << summary_.granularity << ',' << summary_.blocks << ',' << csvNumber(summary_.medianRhoH) << ','
       << csvNumber(summary_.p95RhoH) << ',' << csvNumber(summary_.maxRhoH) << ',' << csvNumber(summary_.medianRhoRange)

@@ -242,10 +242,13 @@ MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols) {
   return G / double(rows * cols);
 }
 
-BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params) {
+BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params,
+                                                std::shared_ptr<const ContractionCertificates> contraction) {
   BandedCertificateReport r;
   r.eps = params.eps;
-  r.contraction = contractionCertificates(input, params, params.tile);
+  r.contraction = contraction ? std::move(contraction)
+                              : std::make_shared<const ContractionCertificates>(
+                                    contractionCertificates(input, params, params.tile));
   r.observed = observedContraction(input, params);
   const std::vector<int> tails{0, 1, 2, 4};
   const double entries = double(bandSupportSize(std::max(input.Q.rows(), input.K.rows()),

@@ -6,6 +6,7 @@
 //   - observed contraction ρ_obs(t) of the actual iterates;
 //   - the a-posteriori bias certificate (Prop. 5, Cor. 2): η_R, c_R = D_x z_Tᵀ η_R and the certified depth;
 //   - the analytic memory ledger of the paper's Tables 5 and 6.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,14 +95,18 @@ BiasCertificate biasCertificate(const AttentionInput<double>& input, const Bande
 // more than kReportBiasBudget support-entry visits.
 struct BandedCertificateReport {
   double eps = 1;
-  ContractionCertificates contraction;
+  // Δ in logit units depends only on the scores, W, tile and dustbin: shared between reports that differ in
+  // eps or steps only (the engine keeps the last one, so an eps slider does not recompute it).
+  std::shared_ptr<const ContractionCertificates> contraction;
   std::vector<std::optional<double>> observed;
   std::optional<BiasCertificate> bias;
   std::string biasNote;  // why there is no bias certificate
 };
 constexpr double kReportBiasBudget = 1e8;
 MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols);  // Z/(rows·cols), Z ~ N(0, 1), seed 0
-BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params);
+// `contraction`, when given, must come from the same input, W, tile and dustbin; otherwise it is computed.
+BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params,
+                                                std::shared_ptr<const ContractionCertificates> contraction = nullptr);
 
 // The analytic ledger of Table 6 (and the storage of Table 5) for one head: each quantity under the direct
 // four-plan and the one-reference backward, in bytes (b = bytesPerFloat) except the first row, a count.
