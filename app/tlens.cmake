@@ -6,6 +6,9 @@ add_executable(tlens
   cli/help.cpp
   cli/plan_command.cpp
   cli/plan_metrics.cpp
+  cli/banded_options.cpp
+  cli/grad_command.cpp
+  cli/certify_command.cpp
   cli/input_options.cpp
   cli/compare_command.cpp
   cli/compare_report.cpp
@@ -14,6 +17,7 @@ add_executable(tlens
   cli/bench_command.cpp
   cli/bench_common.cpp
   cli/cpu_floor.cpp
+  cli/backward_bench.cpp
   cli/reference_bench.cpp
   cli/train_command.cpp
   cli/terminal_progress.cpp

@@ -12,6 +12,7 @@
 #include <Eigen/Core>
 
 #include "arguments.h"
+#include "backward_bench.h"
 #include "bench_common.h"
 #include "commands.h"
 #include "common/errors.h"
@@ -41,6 +42,8 @@ CommandLine benchCommandLine() {
        {"floor", "", "also measure this CPU's floor (vectorised exp, streaming read; 1 thread and --threads) and "
                      "report each operator's time as a multiple of it"},
        {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
+       {"backward", "", "time the banded backward (one --op banded:...,tail_steps=2): one-reference vs direct "
+                        "four-plan schedule, and each against the forward (default --precision f32, --repeats 5)"},
        {"training", "", "time one training step (forward + backward, float32) of each LibTorch normaliser, "
                         "next to its dense graph (default --d 16)"},
        {"device", "cpu|cuda", "cuda: time the fused CUDA paths (fp32 and tf32) at --batch × --heads heads beside "
@@ -236,6 +239,7 @@ int benchCommand(const Args& args) {
     return 0;
   }
   if (cl.has("training")) return trainingBench(cl);
+  if (cl.has("backward")) return backwardBench(cl);
   if (cl.get("device").value_or("cpu") == "cuda") {
 #ifdef TL_WITH_CUDA
     return gpuBench(cl);

@@ -9,6 +9,8 @@ namespace tl::cli {
 using Args = std::vector<std::string>;
 
 int planCommand(const Args& args);
+int gradCommand(const Args& args);     // banded only
+int certifyCommand(const Args& args);  // banded only
 int compareCommand(const Args& args);
 int renderCommand(const Args& args);
 int benchCommand(const Args& args);

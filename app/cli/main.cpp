@@ -23,6 +23,8 @@ struct CommandEntry {
 const std::map<std::string, CommandEntry>& commands() {
   static const std::map<std::string, CommandEntry> table = {
       {"plan", {tl::cli::planCommand, "compute one operator's plan, duals, output and metrics for an input"}},
+      {"grad", {tl::cli::gradCommand, "exact gradients dQ, dK, dV of banded Sinkhorn for the loss sum(G * output)"}},
+      {"certify", {tl::cli::certifyCommand, "contraction and bias certificates of banded Sinkhorn (JSON)"}},
       {"compare", {tl::cli::compareCommand, "run several operators on one input; table of analyses and distances"}},
       {"render", {tl::cli::renderCommand, "run a session file and write its figures (PNG/SVG/PDF)"}},
       {"bench", {tl::cli::benchCommand, "time operators on the CPU next to the PyTorch reference"}},

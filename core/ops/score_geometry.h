@@ -47,15 +47,17 @@ class BandScores {
   // The plan's support entries with active rows and columns, row-major: O(n·W).
   std::vector<PlanEntry<T>> entries(const Vec<T>& ut, const Vec<T>& vt, T scale) const;
 
+  // Band storage, for passes that walk the support themselves (the banded backward): slot b of row i holds
+  // X(i, i − W + b); slots [firstSlot(i), lastSlot(i)] are the row's support, the others are −inf.
+  const Mat<T>& band() const { return band_; }
+  Eigen::Index firstSlot(Eigen::Index i) const;
+  Eigen::Index lastSlot(Eigen::Index i) const;
+
  private:
   // visit(i, j, A_ij) for every support entry with active i and j, in rows [first, end) (end −1: all).
   template <class Visit>
   void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first = 0,
                     Eigen::Index end = -1) const;
-
-  // Columns of row i held in band storage: j = i − W + b for b in [first(i), last(i)].
-  Eigen::Index firstSlot(Eigen::Index i) const;
-  Eigen::Index lastSlot(Eigen::Index i) const;
 
   Eigen::Index nq_, nk_, W_;
   Mat<T> band_;  // n_q × (2W+1); slot b of row i holds X(i, i − W + b)

@@ -58,7 +58,35 @@ void swapIntoModel(SessionResult& r, Feedback& feedback) {
   r.swapped = modelBackend().rerun(*r.model, r.swappedLayers.front(), swaps, feedback, r.session.device);
 }
 
-SessionResult runOn(const Session& session, const LoadedSource& source, Feedback& feedback) {
+// Files may change on disk between requests; their modification times are part of the cache key.
+std::string sourceKey(const SourceSpec& s) {
+  std::string key = s.toString();
+  auto stamp = [&](const std::string& path) {
+    std::error_code ec;
+    if (!path.empty()) key += "|" + std::to_string(std::filesystem::last_write_time(path, ec).time_since_epoch().count());
+  };
+  if (s.kind == SourceSpec::Kind::Files)
+    for (const auto* path : {&s.q, &s.k, &s.v, &s.mask}) stamp(*path);
+  if (s.kind == SourceSpec::Kind::Model) stamp(s.model.checkpoint);
+  return key;
+}
+
+// The Certificates view's report for a banded primary operator, reusing `cache` when only eps or the step
+// counts changed.
+std::shared_ptr<const BandedCertificateReport> certificatesFor(const Session& session, const AttentionInput<double>& input,
+                                                               ContractionCache* cache) {
+  const BandedParams p = BandedParams::from(session.operators.front().params);
+  const std::string key = sourceKey(session.source) + "|W=" + std::to_string(p.W) + "|tile=" + std::to_string(p.tile) +
+                          "|dustbin=" + std::to_string(p.dustbin);
+  const bool reuse = cache && cache->value && cache->key == key;
+  auto report = std::make_shared<const BandedCertificateReport>(
+      bandedCertificateReport(input, p, reuse ? cache->value : nullptr));
+  if (cache) *cache = {key, report->contraction};
+  return report;
+}
+
+SessionResult runOn(const Session& session, const LoadedSource& source, Feedback& feedback,
+                    ContractionCache* contractionCache = nullptr) {
   SessionResult r;
   r.session = session;
   r.input = source.input;
@@ -73,23 +101,16 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
     r.runs.push_back(std::move(run));
   }
   if (count > 1) analyseComparison(r, feedback);
+  // The Certificates view follows every banded run (the GUI shows all views; tlens render may select it).
+  if (count > 0 && session.operators.front().family == "banded") {
+    feedback.setProgress(1.0, "banded certificates");
+    r.certificates = certificatesFor(session, *r.input, contractionCache);
+  }
   if (r.model) swapIntoModel(r, feedback);
   feedback.setProgress(1.0, "done");
   return r;
 }
 
-// Files may change on disk between requests; their modification times are part of the cache key.
-std::string sourceKey(const SourceSpec& s) {
-  std::string key = s.toString();
-  auto stamp = [&](const std::string& path) {
-    std::error_code ec;
-    if (!path.empty()) key += "|" + std::to_string(std::filesystem::last_write_time(path, ec).time_since_epoch().count());
-  };
-  if (s.kind == SourceSpec::Kind::Files)
-    for (const auto* path : {&s.q, &s.k, &s.v, &s.mask}) stamp(*path);
-  if (s.kind == SourceSpec::Kind::Model) stamp(s.model.checkpoint);
-  return key;
-}
 }  // namespace
 
 SessionResult runSession(const Session& session, Feedback& feedback) {
@@ -168,7 +189,8 @@ void Engine::workerLoop() {
     };
     try {
       const auto start = std::chrono::steady_clock::now();
-      auto result = std::make_shared<SessionResult>(runOn(session, inputFor(session.source, *feedback), *feedback));
+      auto result = std::make_shared<SessionResult>(
+          runOn(session, inputFor(session.source, *feedback), *feedback, &contractionCache_));
       result->requestId = id;
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (isCurrent()) onResult_(std::move(result));

@@ -12,6 +12,7 @@
 
 #include "analysis/summary.h"
 #include "common/feedback.h"
+#include "ops/banded/banded_certificates.h"
 #include "session/session.h"
 #include "session/source_loader.h"
 
@@ -36,6 +37,8 @@ struct SessionResult {
   std::shared_ptr<const ModelRun> model;
   std::optional<VitTrace> swapped;
   std::vector<int> swappedLayers;
+  // The Certificates view's numbers, computed here on the worker thread when the primary operator is banded.
+  std::shared_ptr<const BandedCertificateReport> certificates;
   double seconds = 0;  // source + all operators
 };
 
@@ -50,6 +53,13 @@ PlanResult<double> runOperator(const OperatorSpec& spec, const AttentionInput<do
 std::vector<PlanResult<double>> runOperatorBatch(const Operator& op, const AttentionBatch<double>& heads,
                                                  Precision precision, DeviceChoice device,
                                                  Feedback& feedback = noFeedback());
+
+// The last contraction certificates (banded): they depend on the input, W, tile and dustbin only, so a new
+// eps or step count reuses them (docs/operators/banded.md#certificates).
+struct ContractionCache {
+  std::string key;
+  std::shared_ptr<const ContractionCertificates> value;
+};
 
 class Engine {
  public:
@@ -89,6 +99,7 @@ class Engine {
   // The last loaded input, reused while the source is unchanged (slider moves only change operators).
   std::string cachedSourceKey_;
   LoadedSource cachedInput_;
+  ContractionCache contractionCache_;
 
   std::thread worker_;
 };

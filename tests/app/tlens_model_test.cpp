@@ -60,6 +60,28 @@ TEST_F(TlensModel, ExtractWritesEveryHeadAndAnIndexNamingThem) {
   EXPECT_LT((readNpyMatrix<double>(plan + "/plan.npy") - own).cwiseAbs().maxCoeff(), 1e-6);
 }
 
+// `tlens certify` on a model source (a checkpoint's layer and head) certifies that head's scores: the same
+// blocks and numbers as on the Q and K `tlens extract` writes for it.
+TEST_F(TlensModel, CertifyTakesAModelSourceLikeItsExtractedHead) {
+  const std::string out = scratchDir("extract-certify");
+  ASSERT_EQ(tlens({"extract", kSoftmaxVit, "--dataset", "fashion-mnist", "--index", "3", "--out", out}).status, 0);
+  const std::string op = "banded:W=2,base_steps=15,tail_steps=2,eps=0.5";
+  const CliRun fromModel = tlens({"certify", "--source",
+                                  "model:checkpoint=" + kSoftmaxVit + ",image=fashion-mnist:test:3,layer=1,head=0",
+                                  "--op", op, "--tile", "2", "--json", out + "/model.json"});
+  ASSERT_EQ(fromModel.status, 0) << fromModel.err;
+  const CliRun fromFiles = tlens({"certify", "--q", out + "/L01_H0_q.npy", "--k", out + "/L01_H0_k.npy", "--op", op,
+                                  "--tile", "2", "--json", out + "/files.json"});
+  ASSERT_EQ(fromFiles.status, 0) << fromFiles.err;
+  const auto a = nlohmann::json::parse(readText(out + "/model.json"));
+  const auto b = nlohmann::json::parse(readText(out + "/files.json"));
+  EXPECT_EQ(a["n_q"], 5);
+  ASSERT_EQ(a["tiles"].size(), b["tiles"].size());
+  ASSERT_GT(a["tiles"].size(), 0u);
+  for (size_t t = 0; t < a["tiles"].size(); ++t)
+    EXPECT_NEAR(a["tiles"][t]["delta"].get<double>(), b["tiles"][t]["delta"].get<double>(), 1e-5) << t;
+}
+
 nlohmann::json evalReport(const CliRun& run, const std::string& json) {
   EXPECT_EQ(run.status, 0) << run.err;
   return nlohmann::json::parse(readText(json));

@@ -38,6 +38,21 @@ TEST(TlensRender, WritesEveryViewInEveryFormat) {
   }
 }
 
+// The bundled certificates session: the Certificates view as figures and its tables as CSV.
+TEST(TlensRender, CertificatesSessionWritesFiguresAndTables) {
+  const std::string dir = scratchDir("render-certificates");
+  const CliRun run = runTlens({"render", std::string(TL_SOURCE_DIR) + "/resources/certificates_session.json", "--out", dir});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Session s = Session::load(std::string(TL_SOURCE_DIR) + "/resources/certificates_session.json");
+  for (const std::string format : {"png", "svg", "pdf"})
+    EXPECT_TRUE(test::isFigure(readText(dir + "/certificates." + format), format, s.exportSettings)) << format;
+  const std::string csv = readText(dir + "/certificates.csv");
+  for (const char* section : {"# blocks", "# summary (Table 7)", "# observed contraction", "# bias certificate"})
+    EXPECT_NE(csv.find(section), std::string::npos) << section;
+  EXPECT_NE(csv.find("tile,0,32,0,32,1,"), std::string::npos);  // the first diagonal tile is interior
+  EXPECT_NE(csv.find("tile,0,32,32,64,0,,"), std::string::npos);  // its neighbour straddles the band edge: n/a
+}
+
 TEST(TlensRender, MissingSessionFileIsFailure) {
   const CliRun run = runTlens({"render", scratchDir("render-missing") + "/absent.json", "--out", "x"});
   EXPECT_EQ(run.status, 1) << run.err;

@@ -16,7 +16,7 @@ namespace tl {
 namespace {
 
 const std::map<std::string, QString> kFormatFilters = {
-    {"png", "PNG image (*.png)"}, {"svg", "SVG vector figure (*.svg)"}, {"pdf", "PDF document (*.pdf)"}};
+    {"png", "PNG image (*.png)"}, {"svg", "SVG vector figure (*.svg)"}, {"pdf", "PDF document (*.pdf)"}, {"csv", "CSV tables (*.csv)"}};
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 
 namespace tl {
 
-// "plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded", "cls", "prediction"
+// "plan", "convergence", "cloud3d", "compare", "esp", "lot", "banded", "certificates", "cls", "prediction"
 const std::vector<std::string>& knownViews();
 // Throws InvalidArgument listing the known names.
 std::unique_ptr<View> makeView(const std::string& name, QWidget* parent = nullptr);

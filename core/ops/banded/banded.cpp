@@ -34,14 +34,13 @@ const ParamBindings<BandedParams>& bandedParamBindings() {
   return bindings;
 }
 
-namespace {
-
-// Ranges through the schema; the one combination it cannot express.
 void checkBandedParams(const BandedParams& p) {
   bandedParamBindings().check(p, "banded");
   if (p.baseSteps + p.tailSteps < 1)
     throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
 }
+
+namespace {
 
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();

@@ -31,6 +31,8 @@ struct BandedParams {
   int budget() const { return 2 * (baseSteps + tailSteps); }
 };
 const ParamBindings<BandedParams>& bandedParamBindings();
+// Ranges through the schema, plus the one combination it cannot express (base_steps + tail_steps ≥ 1).
+void checkBandedParams(const BandedParams& p);
 
 template <class T>
 PlanResult<T> bandedAttention(const AttentionInput<T>& input, const BandedParams& params,

@@ -284,5 +284,37 @@ TEST(Engine, DestroyingWhileBusyDoesNotDeliver) {
   EXPECT_TRUE(c.resultIds().empty());
 }
 
+// A banded primary operator brings its certificates; the engine reuses the contraction certificates (Δ in
+// logit units) when only eps or the steps change, and recomputes them for another W. Every report equals the
+// core's for its own parameters.
+TEST(Engine, BandedCertificatesFollowEpsWithoutRecomputingTheDiameters) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError());
+  auto run = [&](const std::string& op) {
+    const uint64_t id = engine.submit(makeSession("synthetic:gaussian:n=40,d=4,seed=2", {op}));
+    EXPECT_TRUE(c.waitFor(id));
+    std::lock_guard<std::mutex> lock(c.mutex);
+    return c.results.back();
+  };
+  const auto a = run("banded:W=9,tile=8,eps=1");
+  const auto b = run("banded:W=9,tile=8,eps=0.5,base_steps=9");
+  const auto w = run("banded:W=10,tile=8,eps=0.5");
+  ASSERT_TRUE(a && b && w && a->certificates && b->certificates && w->certificates);
+  EXPECT_EQ(a->certificates->contraction, b->certificates->contraction);  // the same object, not recomputed
+  EXPECT_NE(b->certificates->contraction, w->certificates->contraction);
+  for (const auto& r : {a, b, w}) {
+    const BandedParams p = BandedParams::from(r->session.operators.front().params);
+    const ContractionSummary fresh = summarizeContraction(contractionCertificates(*r->input, p, p.tile), p.eps);
+    const ContractionSummary shown = summarizeContraction(*r->certificates->contraction, r->certificates->eps);
+    EXPECT_EQ(shown.blocks, fresh.blocks);
+    EXPECT_EQ(shown.medianRhoH, fresh.medianRhoH);
+    EXPECT_EQ(shown.maxRhoRange, fresh.maxRhoRange);
+  }
+  EXPECT_GT(summarizeContraction(*a->certificates->contraction, 1.0).blocks, 0u);
+  EXPECT_NE(summarizeContraction(*a->certificates->contraction, 1.0).medianRhoH,
+            summarizeContraction(*b->certificates->contraction, 0.5).medianRhoH);
+  EXPECT_FALSE(run("sinkhorn:T=4")->certificates);  // other families carry none
+}
+
 }  // namespace
 }  // namespace tl

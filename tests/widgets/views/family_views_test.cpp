@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "analysis/summary.h"
+#include "common/params.h"
+#include "ops/banded/banded_certificates.h"
 #include "cuda/tile_index.h"
 #include "ops/registry.h"
 #include "session/engine.h"
@@ -20,6 +22,7 @@
 #include "widgets/shell/session_files.h"
 #include "widgets/shell/view_factory.h"
 #include "widgets/views/banded_view.h"
+#include "widgets/views/certificates_view.h"
 #include "widgets/views/compare_view.h"
 #include "widgets/views/esp_view.h"
 #include "widgets/views/lot_view.h"
@@ -169,6 +172,66 @@ TEST_F(FamilyViewsTest, BandedViewMaskFollowsWAndTileBarsEqualTheExtras) {
   EXPECT_EQ(banded->bandWidth(), 3);
   EXPECT_EQ(banded->tileCount(), 5);  // ceil(48 / 10)
   check();
+}
+
+// The Certificates view follows the operator panel: moving eps changes its numbers, and they equal the core
+// certificates of the same input and parameters (tile grid, Table-7 row, the bias rows and R* for the view's tau).
+TEST_F(FamilyViewsTest, CertificatesViewFollowsEpsAndEqualsTheCore) {
+  auto* view = dynamic_cast<CertificatesView*>(window_->view("certificates"));
+  ASSERT_NE(view, nullptr);
+  Session s = window_->currentSession();
+  OperatorSpec spec = OperatorRegistry::builtin().parse("banded:W=12,base_steps=15,tail_steps=2,tile=8,eps=1");
+  auto show = [&](double eps) {
+    spec.params["eps"] = eps;
+    window_->operatorPanel()->primaryForm()->setSpec(spec);
+    s.operators = {spec};
+    window_->loadSession(s);
+    return test::waitUntil([&] {
+      auto r = window_->lastResult();
+      return r && r->session.operators.front().family == "banded" && r->certificates &&
+             getReal(r->session.operators.front().params, "eps") == eps;
+    });
+  };
+  auto check = [&](double eps) {
+    const auto r = window_->lastResult();
+    ASSERT_TRUE(view->showingContent()) << view->message().toStdString();
+    const BandedParams p = BandedParams::from(r->session.operators.front().params);
+    const ContractionCertificates core = contractionCertificates(*r->input, p, p.tile);
+    const ContractionSummary expected = summarizeContraction(core, eps);
+    EXPECT_EQ(view->summary().blocks, expected.blocks);
+    EXPECT_EQ(view->summary().medianRhoH, expected.medianRhoH);
+    EXPECT_EQ(view->summary().maxRhoRange, expected.maxRhoRange);
+    int hatched = 0;
+    for (const CertificateBlock& b : core.tiles) {
+      const double drawn = view->tileMap().cell(int(b.row0 / 8), int(b.col0 / 8));
+      if (b.positive) {
+        EXPECT_EQ(drawn, b.at(eps).rhoH);
+      }
+      else {
+        EXPECT_TRUE(std::isnan(drawn));
+        ++hatched;
+      }
+    }
+    EXPECT_EQ(view->hatchedTiles(), hatched);
+    EXPECT_GT(hatched, 0);
+    const BiasCertificate bias = biasCertificate(*r->input, p, defaultLossWeights(48, r->input->V->cols()), {0, 1, 2, 4},
+                                                 view->tau());
+    EXPECT_EQ(view->selectedDepth(), bias.selectedR);
+  };
+  ASSERT_TRUE(show(1.0));
+  check(1.0);
+  const ContractionSummary atOne = view->summary();
+  ASSERT_TRUE(show(0.5));
+  check(0.5);
+  EXPECT_GT(view->summary().medianRhoH, atOne.medianRhoH);  // Δ/eps doubles
+  view->setTau(1e-3);
+  check(0.5);
+  EXPECT_NE(view->biasText().indexOf("tau = 0.001"), -1) << view->biasText().toStdString();
+  const std::string dir = test::outputDir();
+  view->exportFigure(dir + "/certificates.csv", "csv", window_->currentSession().exportSettings);
+  EXPECT_NE(test::readBytes(dir + "/certificates.csv").find("# summary (Table 7)"), std::string::npos);
+  ASSERT_TRUE(view->grab().toImage().save(QString::fromStdString(dir + "/certificates_view.png")));
+  EXPECT_EQ(window_->currentSession().viewState["certificates"]["tau"], 1e-3);
 }
 
 // Beyond 512 tokens the band and slice pictures are drawn on 512 × 512 display blocks: a band cell is the
