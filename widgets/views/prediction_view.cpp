@@ -18,7 +18,9 @@ namespace {
 
 // Room right of the longest bar (p = 1) for its percentage.
 constexpr double kProbabilityAxisEnd = 1.16;
-// Percentages below this are left unlabelled: ten "0.0%" would bury the ones that matter.
+// Below this largest shown probability (a thousand classes share the mass) the axis zooms to the bars.
+constexpr double kZoomBelow = 0.5;
+// Percentages below this share of the axis are left unlabelled: ten "0.0%" would bury the ones that matter.
 constexpr double kSmallestLabelled = 0.005;
 
 const QColor kOriginalColor(31, 119, 180);
@@ -32,8 +34,12 @@ VecD probabilitiesOf(const VecD& logits) {
 }
 
 QFont labelFont() { return QFont("DejaVu Sans", 8); }
+QFont classFont() { return QFont("DejaVu Sans", 9); }  // ten classes in a short dock
 
-QString percent(double p) { return QString::number(100 * p, 'f', 1) + "%"; }
+// The plot's height besides its class rows: heading (two lines), probability axis and legend.
+constexpr int kPlotFramePixels = 120;
+
+QString percent(double p) { return QString::number(100 * p, 'f', p < 0.01 ? 2 : 1) + "%"; }
 
 // Class names as long as ImageNet's ("tench, Tinca tinca", "great white shark, white shark, man-eater, ...") would
 // take the plot's width from the bars.
@@ -97,11 +103,8 @@ PredictionView::PredictionView(QWidget* parent) : FamilyView(parent) {
   styleAxis(classes, QString());
   classes->setRangeReversed(true);  // class 0 at the top, as the labels are listed
   classes->grid()->setVisible(false);
-  classes->setTickLabelFont(QFont("DejaVu Sans", 9));  // ten classes in a short dock
+  classes->setTickLabelFont(classFont());
   probability->setRange(0, kProbabilityAxisEnd);
-  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-  ticker->setTickStep(0.2);
-  probability->setTicker(ticker);
 
   // The band is made first so it is drawn under the bars.
   trueBand_ = new QCPItemRect(plot_);
@@ -123,7 +126,7 @@ PredictionView::PredictionView(QWidget* parent) : FamilyView(parent) {
   controls->addWidget(new QLabel(tr("show the top"), content));
   topK_ = new QSpinBox(content);
   topK_->setObjectName("predictionTopK");
-  topK_->setRange(1, 50);
+  topK_->setRange(1, 30);
   topK_->setValue(kDefaultTopK);
   topK_->setToolTip(tr("How many of the most probable classes get a bar (the true class is always shown)"));
   controls->addWidget(topK_);
@@ -169,6 +172,7 @@ void PredictionView::redraw() {
   rows_ = rowsToShow(ownProbabilities_, swappedProbabilities_, topK_->value(), trueClass);
   ofClasses_->setText(tr("of %1 classes").arg(ownProbabilities_.size()));
 
+  showProbabilityRange();
   for (QCPItemText* label : valueLabels_) plot_->removeItem(label);
   valueLabels_.clear();
   // Side by side when both runs are shown, each bar a little under half a class row.
@@ -186,6 +190,9 @@ void PredictionView::redraw() {
     swapped_->addToLegend(legend_);
   }
   labelRows(trueClass);
+  // Every class name needs its own line: the dock grows (or the window's other docks give way) rather than the
+  // names overprinting one another.
+  plot_->setMinimumHeight(kPlotFramePixels + int(rows_.size()) * (QFontMetrics(classFont()).height() + 1));
 
   auto prediction = [&](const VecD& p) {
     Eigen::Index best = 0;
@@ -198,6 +205,27 @@ void PredictionView::redraw() {
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
+// Probabilities 0 to 1 in steps of 0.2; when every shown bar is short (a thousand classes sharing the mass, an
+// untrained model), 0 to the longest, so the bars and their differences stay visible. The numbers on the axis say
+// which.
+void PredictionView::showProbabilityRange() {
+  double longest = 0;
+  for (int cls : rows_) {
+    longest = std::max(longest, ownProbabilities_[cls]);
+    if (swappedProbabilities_.size() > 0) longest = std::max(longest, swappedProbabilities_[cls]);
+  }
+  QCPAxis* probability = rect_->axis(QCPAxis::atBottom);
+  if (longest >= kZoomBelow || longest <= 0) {
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(0.2);
+    probability->setTicker(ticker);
+    probability->setRange(0, kProbabilityAxisEnd);
+  } else {
+    probability->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    probability->setRange(0, longest * kProbabilityAxisEnd);
+  }
+}
+
 // One bar per shown row (row + offset), each with its percentage just past its end.
 void PredictionView::drawBars(QCPBars* bars, const VecD& probabilities, double offset, double width) {
   QVector<double> keys, values;
@@ -205,7 +233,7 @@ void PredictionView::drawBars(QCPBars* bars, const VecD& probabilities, double o
     const double p = probabilities[rows_[row]];
     keys << double(row) + offset;
     values << p;
-    if (p < kSmallestLabelled) continue;
+    if (p < kSmallestLabelled * bars->valueAxis()->range().upper) continue;
     auto* label = new QCPItemText(plot_);
     label->setClipAxisRect(rect_);
     label->position->setAxes(bars->valueAxis(), bars->keyAxis());
@@ -251,7 +279,7 @@ void PredictionView::labelRows(int trueClass) {
   classes->setRange(-0.6, double(rows_.size()) - 0.4);
   trueBand_->setVisible(trueRow >= 0);
   trueBand_->topLeft->setCoords(0, trueRow - 0.48);
-  trueBand_->bottomRight->setCoords(kProbabilityAxisEnd, trueRow + 0.48);
+  trueBand_->bottomRight->setCoords(rect_->axis(QCPAxis::atBottom)->range().upper, trueRow + 0.48);
 }
 
 int PredictionView::classCount() const { return showingContent() ? int(ownProbabilities_.size()) : 0; }

@@ -45,6 +45,7 @@ class PredictionView : public FamilyView {
 
  private:
   void redraw();
+  void showProbabilityRange();
   void drawBars(QCPBars* bars, const VecD& probabilities, double offset, double width);
   void labelRows(int trueClass);
   void showLabelsThatFit();
