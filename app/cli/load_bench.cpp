@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@ namespace fs = std::filesystem;
 // The weights file both sides read: a folder means its model.safetensors, else its pytorch_model.bin, as
 // readVitCheckpoint chooses.
 std::string weightsFile(const std::string& checkpoint) {
+  if (!fs::exists(checkpoint)) throw FileError(checkpoint + ": no such file or folder");
   if (!fs::is_directory(checkpoint)) return checkpoint;
   for (const char* name : {"model.safetensors", "pytorch_model.bin"})
     if (fs::exists(fs::path(checkpoint) / name)) return (fs::path(checkpoint) / name).string();
@@ -65,8 +67,10 @@ struct CppTimes {
 }  // namespace
 
 int loadBench(const CommandLine& cl) {
-  for (const char* option : {"op", "n", "d", "lazy", "training", "precision", "batch", "heads"})
-    if (cl.has(option)) throw InvalidArgument(std::string("bench --load: --") + option + " belongs to the operator benchmarks");
+  for (const char* option :
+       {"op", "n", "d", "lazy", "training", "precision", "batch", "heads", "device", "no-references"})
+    if (cl.has(option))
+      throw InvalidArgument(std::string("bench --load: --") + option + " belongs to the operator benchmarks");
   const std::string checkpoint = *cl.get("load");
   const std::string weights = weightsFile(checkpoint);
   const int repeats = parsePositiveInt("repeats", cl.get("repeats").value_or("3"));
