@@ -25,6 +25,7 @@
 #include "ops/registry.h"
 #include "reference_bench.h"
 #include "session/session.h"
+#include "load_bench.h"
 #include "training_bench.h"
 
 namespace tl::cli {
@@ -51,6 +52,8 @@ CommandLine benchCommandLine() {
        {"no-references", "", "--device cuda: skip the PyTorch and peer timings"},
        {"batch", "B", "--training: sequences per step (default 128); --device cuda: B (default 1)"},
        {"heads", "H", "--training: heads per sequence (default 4); --device cuda: H (default 32)"},
+       {"load", "CKPT", "time opening a ViT checkpoint (a weights file or its folder) and running one image, next "
+                        "to torch.load and model construction in PyTorch (default --repeats 3)"},
        {"json", "FILE", "also write every timing as JSON to FILE"}});
 }
 
@@ -240,6 +243,7 @@ int benchCommand(const Args& args) {
   }
   if (cl.has("training")) return trainingBench(cl);
   if (cl.has("backward")) return backwardBench(cl);
+  if (cl.has("load")) return loadBench(cl);
   if (cl.get("device").value_or("cpu") == "cuda") {
 #ifdef TL_WITH_CUDA
     return gpuBench(cl);

@@ -2,6 +2,7 @@
 // missing command.
 #include "commands.h"
 #include "common/errors.h"
+#include "load_bench.h"
 #include "training_bench.h"
 
 namespace tl::cli {
@@ -15,5 +16,6 @@ namespace {
 int extractCommand(const Args&) { unavailable("extract"); }
 int evalCommand(const Args&) { unavailable("eval"); }
 int trainingBench(const CommandLine&) { unavailable("bench --training"); }
+int loadBench(const CommandLine&) { unavailable("bench --load"); }
 
 }  // namespace tl::cli

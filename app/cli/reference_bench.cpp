@@ -70,19 +70,14 @@ std::optional<double> ReferenceTimings::medianSeconds(const std::string& op, int
   return std::nullopt;
 }
 
-ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request) {
+ReferenceTimings runReferenceScript(const std::string& name, const std::string& arguments) {
   ReferenceTimings timings;
-  const std::string script = referenceScript("bench_reference.py");
+  const std::string script = referenceScript(name);
   if (!std::ifstream(script)) {
     timings.reason = "reference script not found at " + script + " (set TL_REFERENCE_DIR)";
     return timings;
   }
-  std::string command = shellQuote(referencePython()) + " " + shellQuote(script);
-  for (const auto& op : request.ops) command += " --op " + shellQuote(op);
-  command += " --n " + joinSizes(request.sizes) + " --d " + std::to_string(request.d) + " --repeats " +
-             std::to_string(request.repeats) + " --threads " + std::to_string(request.threads) + " --precision " +
-             request.precision + (request.lazy ? " --lazy" : "");
-  const ProcessOutput run = runShell(command);
+  const ProcessOutput run = runShell(shellQuote(referencePython()) + " " + shellQuote(script) + " " + arguments);
   if (run.status != 0) {
     const std::string why = lastLine(run.err);
     timings.reason = referencePython() + " " + script + " failed" + (why.empty() ? "" : ": " + why) +
@@ -96,6 +91,15 @@ ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request) {
     timings.reason = "could not read the reference's JSON output";
   }
   return timings;
+}
+
+ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request) {
+  std::string arguments;
+  for (const auto& op : request.ops) arguments += "--op " + shellQuote(op) + " ";
+  arguments += "--n " + joinSizes(request.sizes) + " --d " + std::to_string(request.d) + " --repeats " +
+               std::to_string(request.repeats) + " --threads " + std::to_string(request.threads) + " --precision " +
+               request.precision + (request.lazy ? " --lazy" : "");
+  return runReferenceScript("bench_reference.py", arguments);
 }
 
 }  // namespace tl::cli

@@ -38,7 +38,9 @@ struct ProcessOutput {
 ProcessOutput runShell(const std::string& command);
 std::string shellQuote(const std::string& s);
 
-// Never throws for a missing interpreter, torch or script: it reports them in `reason`.
+// Runs referenceScript(name) with `arguments` (already shell-quoted) and reads the JSON it prints. Never throws for
+// a missing interpreter, torch or script: it reports them in `reason`.
+ReferenceTimings runReferenceScript(const std::string& name, const std::string& arguments);
 ReferenceTimings runReferenceBench(const ReferenceBenchRequest& request);
 
 }  // namespace tl::cli

@@ -54,15 +54,19 @@ torch::Tensor VitLayerImpl::forward(const torch::Tensor& hidden, VitAttentionTra
   return h + outputDense_(torch::gelu(intermediate_(layernormAfter_(h)), tanhGelu_ ? "tanh" : "none"));
 }
 
-VitModelImpl::VitModelImpl(VitConfig config) : config_(std::move(config)) {
+VitModelImpl::VitModelImpl(VitConfig config, VitWeightsStart start) : config_(std::move(config)) {
   validateVitConfig(config_, "ViT config");
   const VitConfig& c = config_;
   const int64_t D = c.hiddenSize;
   const auto vit = scope(*this, "vit");
   const auto embeddings = scope(*vit, "embeddings");
+  const bool random = start == VitWeightsStart::Random;
   // HF's _init_weights: N(0, 0.02) for the embeddings and every Linear/Conv2d weight, zero biases.
-  clsToken_ = embeddings->register_parameter("cls_token", torch::randn({1, 1, D}) * 0.02);
-  positions_ = embeddings->register_parameter("position_embeddings", torch::randn({1, c.numTokens(), D}) * 0.02);
+  const auto embedding = [random](std::vector<int64_t> shape) {
+    return random ? torch::randn(shape) * 0.02 : torch::empty(shape);
+  };
+  clsToken_ = embeddings->register_parameter("cls_token", embedding({1, 1, D}));
+  positions_ = embeddings->register_parameter("position_embeddings", embedding({1, c.numTokens(), D}));
   projection_ = scope(*embeddings, "patch_embeddings")
                     ->register_module("projection", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.numChannels, D, c.patchSize)
                                                                           .stride(c.patchSize)));
@@ -70,6 +74,7 @@ VitModelImpl::VitModelImpl(VitConfig config) : config_(std::move(config)) {
   for (int i = 0; i < c.numLayers; ++i) layers_.push_back(layerList->register_module(std::to_string(i), VitLayer(c)));
   layernorm_ = vit->register_module("layernorm", layerNorm(D, c.layerNormEps));
   classifier_ = register_module("classifier", linear(D, c.numLabels()));
+  if (!random) return;
 
   torch::NoGradGuard noGrad;
   for (auto& m : modules(/*include_self=*/false)) {
@@ -125,6 +130,28 @@ void VitModelImpl::load(const TensorMap& tensors, const std::string& source) {
     const HostTensor& t = tensors.at(p.key());
     p.value().copy_(torch::from_blob(const_cast<float*>(t.values.data()), t.shape, torch::kFloat32));
   }
+}
+
+void VitModelImpl::load(const StoredTensorMap& tensors, const std::string& source, Feedback& feedback) {
+  checkVitTensors(tensors, config_, source);
+  const double total = double(std::max<int64_t>(totalElements(tensors), 1));
+  int64_t done = 0;
+  torch::NoGradGuard noGrad;
+  for (auto& p : named_parameters()) {
+    feedback.throwIfCanceled();
+    const StoredTensor& t = tensors.at(p.key());
+    // Parameters are contiguous float32 of the checked shape: their storage is the tensor's final buffer.
+    t.decodeInto(p.value().data_ptr<float>());
+    done += t.numel();
+    feedback.setProgress(double(done) / total, "loading weights");
+  }
+}
+
+VitModel makeVitModel(const VitCheckpointFile& checkpoint, const std::string& source, Feedback& feedback) {
+  VitModel model(checkpoint.config, VitWeightsStart::FromCheckpoint);
+  model->load(checkpoint.tensors, source, feedback);
+  model->eval();
+  return model;
 }
 
 VitModel makeVitModel(const VitCheckpoint& checkpoint, const std::string& source) {

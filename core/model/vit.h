@@ -11,6 +11,7 @@
 
 #include <functional>
 
+#include "common/feedback.h"
 #include "model/normalisers/torch_normalisers.h"
 #include "vit/vit_checkpoint.h"
 
@@ -48,9 +49,14 @@ class VitLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(VitLayer);
 
+// How a new model's weights start: drawn as HF's _init_weights draws them (for training), or left as the
+// modules' own cheap default because a checkpoint overwrites every parameter next (86M normal draws cost
+// about a second, as long as reading a ViT-B's bytes).
+enum class VitWeightsStart { Random, FromCheckpoint };
+
 class VitModelImpl : public torch::nn::Module {
  public:
-  explicit VitModelImpl(VitConfig config);
+  explicit VitModelImpl(VitConfig config, VitWeightsStart start = VitWeightsStart::Random);
   const VitConfig& config() const { return config_; }
 
   // Normalised pixels [B, C, H, W] → logits [B, num_labels].
@@ -65,6 +71,9 @@ class VitModelImpl : public torch::nn::Module {
   // throws FileError naming `source` and the tensor.
   TensorMap state() const;
   void load(const TensorMap& tensors, const std::string& source);
+  // Decodes each stored tensor straight into its parameter's storage (no staging copy), reporting progress by
+  // elements and polling `feedback` for cancellation between tensors.
+  void load(const StoredTensorMap& tensors, const std::string& source, Feedback& feedback);
 
  private:
   VitConfig config_;
@@ -78,6 +87,7 @@ TORCH_MODULE(VitModel);
 
 // A model with the checkpoint's config and weights (eval mode), and the checkpoint of a model.
 VitModel makeVitModel(const VitCheckpoint& checkpoint, const std::string& source);
+VitModel makeVitModel(const VitCheckpointFile& checkpoint, const std::string& source, Feedback& feedback);
 VitCheckpoint checkpointOf(const VitModel& model);
 
 }  // namespace tl

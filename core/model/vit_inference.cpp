@@ -143,9 +143,13 @@ VitRunner::VitRunner(const VitCheckpoint& checkpoint) : impl_(std::make_unique<I
   impl_->model = makeVitModel(checkpoint, "checkpoint");
 }
 
-VitRunner VitRunner::open(const std::string& path, const VitImportOptions& options) {
+VitRunner::VitRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+VitRunner VitRunner::open(const std::string& path, const VitImportOptions& options, Feedback& feedback) {
   useLibTorchForTorchScript();
-  return VitRunner(readVitCheckpoint(path, options));
+  auto impl = std::make_unique<Impl>();
+  impl->model = makeVitModel(openVitCheckpoint(path, options), "checkpoint", feedback);
+  return VitRunner(std::move(impl));
 }
 
 VitRunner::~VitRunner() = default;

@@ -27,8 +27,10 @@ namespace tl {
 class VitRunner {
  public:
   explicit VitRunner(const VitCheckpoint& checkpoint);
-  // readVitCheckpoint(path, options) then the model.
-  static VitRunner open(const std::string& path, const VitImportOptions& options = {});
+  // openVitCheckpoint(path, options) then the model, its weights decoded straight from the mapped file into the
+  // parameters; `feedback` hears the load's progress and may cancel it.
+  static VitRunner open(const std::string& path, const VitImportOptions& options = {},
+                        Feedback& feedback = noFeedback());
   ~VitRunner();
   VitRunner(VitRunner&&) noexcept;
   VitRunner& operator=(VitRunner&&) noexcept;
@@ -52,6 +54,7 @@ class VitRunner {
 
  private:
   struct Impl;
+  explicit VitRunner(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -24,7 +24,7 @@ class VitModelBackend : public ModelBackend {
     const std::string key = checkpointKey(source.checkpoint) + "|" + source.image.toString();
     for (const auto& [cachedKey, cachedRun] : runs_)
       if (cachedKey == key) return cachedRun;
-    const VitRunner& runner = runnerFor(source.checkpoint);
+    const VitRunner& runner = runnerFor(source.checkpoint, feedback);
     auto run = std::make_shared<ModelRun>();
     run->checkpoint = source.checkpoint;
     run->config = runner.config();
@@ -38,16 +38,16 @@ class VitModelBackend : public ModelBackend {
   VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps, Feedback& feedback,
                  DeviceChoice device) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return runnerFor(base.checkpoint).rerun(base.trace, fromLayer, swaps, feedback, device);
+    return runnerFor(base.checkpoint, feedback).rerun(base.trace, fromLayer, swaps, feedback, device);
   }
 
  private:
   static constexpr size_t kRunsKept = 16;  // an image strip's worth: flipping back is instant
 
-  const VitRunner& runnerFor(const std::string& checkpoint) {
+  const VitRunner& runnerFor(const std::string& checkpoint, Feedback& feedback) {
     const std::string key = checkpointKey(checkpoint);
     if (!runner_ || runnerKey_ != key) {
-      runner_ = std::make_unique<VitRunner>(VitRunner::open(checkpoint));
+      runner_ = std::make_unique<VitRunner>(VitRunner::open(checkpoint, {}, feedback));
       runnerKey_ = key;
       runs_.clear();
     }

@@ -31,17 +31,24 @@ TensorMap readTorchScript(const std::string& path) {
                          "TransportLens was built without it (TL_TORCH=OFF)");
 }
 
-TensorMap readWeights(const std::string& path) {
-  if (fs::path(path).extension() == ".safetensors") return readSafetensors(path).tensors;
-  return isTorchScript(path) ? readTorchScript(path) : readTorchZip(path);
+StoredTensorMap held(TensorMap tensors) {
+  StoredTensorMap out;
+  for (auto& [name, t] : tensors) out.emplace(name, StoredTensor::holding(std::move(t)));
+  return out;
+}
+
+// safetensors and torch.save files stay mapped until the model decodes them; TorchScript goes through LibTorch.
+StoredTensorMap readWeights(const std::string& path) {
+  if (fs::path(path).extension() == ".safetensors") return mapSafetensors(path).tensors;
+  return isTorchScript(path) ? held(readTorchScript(path)) : mapTorchZip(path);
 }
 
 // nn.DataParallel saves every name under "module.".
-TensorMap withoutModulePrefix(TensorMap tensors) {
+StoredTensorMap withoutModulePrefix(StoredTensorMap tensors) {
   const std::string prefix = "module.";
-  for (const auto& [name, t] : tensors)
-    if (name.rfind(prefix, 0) != 0) return tensors;
-  TensorMap out;
+  for (const auto& entry : tensors)
+    if (entry.first.rfind(prefix, 0) != 0) return tensors;
+  StoredTensorMap out;
   for (auto& [name, t] : tensors) out[name.substr(prefix.size())] = std::move(t);
   return out;
 }
@@ -63,15 +70,15 @@ ImageNormalisation preprocessorNormalisation(const fs::path& folder) {
   return n;
 }
 
-VitCheckpoint withConfig(const std::string& configPath, TensorMap tensors, const std::string& weightsPath) {
-  VitCheckpoint c;
+VitCheckpointFile withConfig(const std::string& configPath, StoredTensorMap tensors, const std::string& weightsPath) {
+  VitCheckpointFile c;
   c.config = parseVitConfig(readFile(configPath), configPath, preprocessorNormalisation(fs::path(configPath).parent_path()));
   checkVitTensors(tensors, c.config, weightsPath);
   c.tensors = std::move(tensors);
   return c;
 }
 
-VitCheckpoint readFolder(const fs::path& folder) {
+VitCheckpointFile openFolder(const fs::path& folder) {
   const fs::path config = folder / "config.json";
   if (!fs::exists(config))
     throw FileError(folder.string() + ": no config.json (a ViT checkpoint folder holds config.json and model.safetensors)");
@@ -79,7 +86,7 @@ VitCheckpoint readFolder(const fs::path& folder) {
   if (!fs::exists(weights)) weights = folder / "pytorch_model.bin";
   if (!fs::exists(weights))
     throw FileError(folder.string() + ": no model.safetensors (nor pytorch_model.bin) beside config.json");
-  TensorMap tensors = withoutModulePrefix(readWeights(weights.string()));
+  StoredTensorMap tensors = withoutModulePrefix(readWeights(weights.string()));
   if (isVitPytorchLayout(tensors))
     throw FileError(weights.string() + ": the tensors have vit-pytorch names, which config.json does not describe; "
                                        "open the weights file itself with a vit-pytorch side file instead");
@@ -88,13 +95,14 @@ VitCheckpoint readFolder(const fs::path& folder) {
 
 }  // namespace
 
-VitCheckpoint readVitCheckpoint(const std::string& path, const VitImportOptions& options) {
-  if (fs::is_directory(path)) return readFolder(path);
+VitCheckpointFile openVitCheckpoint(const std::string& path, const VitImportOptions& options) {
+  if (fs::is_directory(path)) return openFolder(path);
   if (!fs::exists(path)) throw FileError(path + ": no such file or folder");
-  TensorMap tensors = withoutModulePrefix(readWeights(path));
+  StoredTensorMap tensors = withoutModulePrefix(readWeights(path));
   if (isVitPytorchLayout(tensors)) {
     const VitPytorchOptions side = options.sideFile.empty() ? VitPytorchOptions{} : readVitPytorchSideFile(options.sideFile);
-    return convertVitPytorch(tensors, mergeOptions(options.vitPytorch, side), path);
+    VitCheckpoint converted = convertVitPytorch(decodeAll(tensors), mergeOptions(options.vitPytorch, side), path);
+    return {std::move(converted.config), held(std::move(converted.tensors))};
   }
   const std::string config =
       options.config.empty() ? (fs::path(path).parent_path() / "config.json").string() : options.config;
@@ -102,6 +110,11 @@ VitCheckpoint readVitCheckpoint(const std::string& path, const VitImportOptions&
     throw FileError(path + ": the tensors have Hugging Face names, so a config.json is needed, and " + config +
                     " does not exist; name one");
   return withConfig(config, std::move(tensors), path);
+}
+
+VitCheckpoint readVitCheckpoint(const std::string& path, const VitImportOptions& options) {
+  VitCheckpointFile file = openVitCheckpoint(path, options);
+  return {std::move(file.config), decodeAll(file.tensors)};
 }
 
 void installTorchScriptReader(TorchScriptReader reader) { torchScriptReader.store(reader); }

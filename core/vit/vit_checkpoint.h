@@ -6,6 +6,7 @@
 // No LibTorch here (TorchScript archives are read through an installed reader).
 #include <string>
 
+#include "io/checkpoint/stored_tensor.h"
 #include "io/checkpoint/tensor_map.h"
 #include "vit/vit_config.h"
 #include "vit/weight_names.h"
@@ -31,6 +32,16 @@ struct VitImportOptions {
 // A "module." prefix on every name (nn.DataParallel) is dropped. Throws FileError naming the file and the
 // missing or offending tensor or field.
 VitCheckpoint readVitCheckpoint(const std::string& path, const VitImportOptions& options = {});
+
+// The same checkpoint with its tensors left in the memory-mapped weights file, validated against the config
+// and decoded only when a model copies them into its parameters (VitModelImpl::load): opening a ViT-B costs
+// one read of its bytes. Converted layouts (vit-pytorch) and TorchScript archives are held in memory.
+// readVitCheckpoint is this with every tensor decoded.
+struct VitCheckpointFile {
+  VitConfig config;
+  StoredTensorMap tensors;  // HF names; checked against config by checkVitTensors
+};
+VitCheckpointFile openVitCheckpoint(const std::string& path, const VitImportOptions& options = {});
 
 // TorchScript archives can only be loaded by LibTorch, which this layer does not link. The model layer installs
 // its reader (model/torchscript.h) before it reads checkpoints; without one, such a file gets a FileError

@@ -314,7 +314,11 @@ std::map<std::string, std::vector<int64_t>> vitTensorShapes(const VitConfig& c) 
   return shapes;
 }
 
-void checkVitTensors(const TensorMap& tensors, const VitConfig& config, const std::string& source) {
+namespace {
+
+// One check for decoded and for still-stored tensors: both carry a shape under their name.
+template <class Tensors>
+void checkShapes(const Tensors& tensors, const VitConfig& config, const std::string& source) {
   const auto expected = vitTensorShapes(config);
   for (const auto& [name, shape] : expected) {
     const auto it = tensors.find(name);
@@ -325,10 +329,28 @@ void checkVitTensors(const TensorMap& tensors, const VitConfig& config, const st
       throw FileError(source + ": tensor '" + name + "' has shape " + shapeText(it->second.shape) +
                       ", but the config needs " + shapeText(shape));
   }
-  for (const auto& [name, t] : tensors)
-    if (!expected.count(name))
-      throw FileError(source + ": unexpected tensor '" + name + "' " + shapeText(t.shape) +
+  for (const auto& entry : tensors)
+    if (!expected.count(entry.first))
+      throw FileError(source + ": unexpected tensor '" + entry.first + "' " + shapeText(entry.second.shape) +
                       " (not part of a ViTForImageClassification with this config)");
+}
+
+template <class Tensors>
+bool hasVitPytorchNames(const Tensors& tensors) {
+  for (const auto& entry : tensors)
+    for (const char* prefix : {"to_patch_embedding.", "transformer.layers.", "mlp_head."})
+      if (entry.first.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void checkVitTensors(const TensorMap& tensors, const VitConfig& config, const std::string& source) {
+  checkShapes(tensors, config, source);
+}
+
+void checkVitTensors(const StoredTensorMap& tensors, const VitConfig& config, const std::string& source) {
+  checkShapes(tensors, config, source);
 }
 
 VitPytorchOptions readVitPytorchSideFile(const std::string& path) {
@@ -388,12 +410,9 @@ VitPytorchOptions mergeOptions(const VitPytorchOptions& primary, const VitPytorc
   return o;
 }
 
-bool isVitPytorchLayout(const TensorMap& tensors) {
-  for (const auto& [name, t] : tensors)
-    for (const char* prefix : {"to_patch_embedding.", "transformer.layers.", "mlp_head."})
-      if (name.rfind(prefix, 0) == 0) return true;
-  return false;
-}
+bool isVitPytorchLayout(const TensorMap& tensors) { return hasVitPytorchNames(tensors); }
+
+bool isVitPytorchLayout(const StoredTensorMap& tensors) { return hasVitPytorchNames(tensors); }
 
 VitCheckpoint convertVitPytorch(const TensorMap& stateDict, const VitPytorchOptions& options, const std::string& source) {
   rejectNewerLayouts(stateDict, source);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checkpoint/stored_tensor.h"
 #include "io/checkpoint/tensor_map.h"
 #include "vit/vit_config.h"
 
@@ -33,6 +34,7 @@ std::map<std::string, std::vector<int64_t>> vitTensorShapes(const VitConfig& con
 
 // FileError naming `source` and the first missing tensor, unexpected tensor or shape mismatch.
 void checkVitTensors(const TensorMap& tensors, const VitConfig& config, const std::string& source);
+void checkVitTensors(const StoredTensorMap& tensors, const VitConfig& config, const std::string& source);
 
 // The ViT(...) constructor arguments of vit-pytorch, under its own names, that the shapes cannot tell
 // (heads or dim_head, patch_size or channels) or that are not in the weights (pool, the normaliser it was
@@ -57,6 +59,7 @@ VitPytorchOptions mergeOptions(const VitPytorchOptions& primary, const VitPytorc
 
 // True when the names are vit-pytorch's (to_patch_embedding.*, transformer.layers.*, mlp_head.*).
 bool isVitPytorchLayout(const TensorMap& tensors);
+bool isVitPytorchLayout(const StoredTensorMap& tensors);
 
 // Converts a vit-pytorch state dict into HF names with the config it implies. FileError naming `source`
 // and what is missing (an option or a tensor), unexpected, or of the wrong shape.

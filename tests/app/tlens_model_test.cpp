@@ -158,12 +158,39 @@ TEST_F(TlensModel, TrainingBenchTimesTheTrainingPathNextToTheDenseGraph) {
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--op", "esp", "--n", "8", "--batch", "2"}), kUsage,
                                     {"--batch", "--training"}));
 }
+
+// `tlens bench --load` times opening a checkpoint and one image on both sides; the PyTorch side builds the same
+// model (its parameter count is the config's).
+TEST_F(TlensModel, LoadBenchTimesOpeningACheckpointNextToPyTorch) {
+  const std::string json = scratchDir("bench-load") + "/load.json";
+  const CliRun run = tlens({"bench", "--load", kSoftmaxVit, "--repeats", "2", "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("C++/torch"), std::string::npos) << run.out;
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_EQ(report.at("mode").get<std::string>(), "load");
+  EXPECT_EQ(report.at("checkpoint").get<std::string>(), kSoftmaxVit + "/model.safetensors");
+  for (const char* timing : {"load_seconds", "forward_seconds", "traced_run_seconds"}) {
+    const auto seconds = report.at("cpp").at(timing).get<std::vector<double>>();
+    ASSERT_EQ(seconds.size(), 2u) << timing;
+    for (double s : seconds) EXPECT_GT(s, 0.0) << timing;
+  }
+  const auto& reference = report.at("reference");
+  ASSERT_TRUE(reference.at("available").get<bool>()) << reference.at("reason").get<std::string>();
+  EXPECT_EQ(reference.at("report").at("parameters").get<int64_t>(), report.at("parameters").get<int64_t>());
+  EXPECT_EQ(reference.at("report").at("load_seconds").size(), 2u);
+  EXPECT_GT(report.at("ratio_cpp_over_reference_load").get<double>(), 0.0);
+
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--load", kSoftmaxVit, "--op", "softmax"}), kUsage, {"--op"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--load", scratchDir("bench-load") + "/missing"}), kFailure,
+                                    {"missing"}));
+}
 #else
 TEST_F(TlensModel, WithoutLibTorchTheCommandsSaySo) {
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"extract", kSoftmaxVit, "--dataset", "fashion-mnist", "--index", "0",
                                            "--out", scratchDir("x")}), kFailure, {"LibTorch"}));
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSoftmaxVit}), kFailure, {"LibTorch"}));
   EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--training", "--op", "esp", "--n", "8"}), kFailure, {"LibTorch"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"bench", "--load", kSoftmaxVit}), kFailure, {"LibTorch"}));
 }
 #endif
 

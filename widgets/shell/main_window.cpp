@@ -4,11 +4,13 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QShortcut>
 #include <QStatusBar>
 #include <algorithm>
+#include <cmath>
 
 #include "cuda/backend.h"
 #include "session/backend_choice.h"
@@ -39,7 +41,12 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   connect(engine_, &EngineBridge::resultReady, this, &MainWindow::showResult);
   connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
   connect(engine_, &EngineBridge::progress, this, [this](quint64 id, double fraction, const QString& stage) {
-    if (id == latestRequest_ && id > cancelledThrough_) busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
+    if (id != latestRequest_ || id <= cancelledThrough_) return;
+    busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
+    // Work that reports progress (a checkpoint loading, model layers, training) gets a bar; quick
+    // computations that report nothing finish before one would be worth showing.
+    progress_->setValue(int(std::lround(fraction * progress_->maximum())));
+    progress_->show();
   });
   buildDocks();
   buildMenus();
@@ -193,6 +200,12 @@ void MainWindow::buildStatusBar() {
   cancel_->setToolTip(tr("Stop this computation and keep the last result on screen (Esc)"));
   cancel_->hide();
   connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancelComputation);
+  progress_ = new QProgressBar(this);
+  progress_->setObjectName("statusProgress");
+  progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(160);
+  progress_->setTextVisible(false);  // busy_ beside it says what runs and how far
+  progress_->hide();
   // Esc anywhere in the window, as in a progress dialog; a computation that is not running ignores it.
   auto* escape = new QShortcut(QKeySequence(Qt::Key_Escape), this);
   connect(escape, &QShortcut::activated, this, [this] {
@@ -201,6 +214,7 @@ void MainWindow::buildStatusBar() {
   marginal_->setObjectName("statusMarginal");
   marginal_->setToolTip(tr("max over rows and columns of |sum − target| in attention scale"));
   statusBar()->addWidget(busy_);
+  statusBar()->addWidget(progress_);
   statusBar()->addWidget(cancel_);
   for (QLabel* l : {size_, timing_, marginal_, resultDevice_, backend_}) {
     l->setStyleSheet("QLabel { padding: 0 10px; }");
@@ -247,6 +261,7 @@ void MainWindow::cancelComputation() {
   engine_->cancelAll();
   cancelledThrough_ = latestRequest_;
   cancel_->hide();
+  progress_->hide();
   busy_->setText(last_ ? tr("cancelled: showing the last result") : tr("cancelled"));
 }
 
@@ -254,6 +269,7 @@ void MainWindow::showIdle(quint64 requestId) {
   if (requestId < latestRequest_) return;  // a newer request still runs
   busy_->clear();
   cancel_->hide();
+  progress_->hide();
 }
 
 void MainWindow::showResult(std::shared_ptr<const SessionResult> result) {

@@ -16,6 +16,7 @@ class QDropEvent;
 class QLabel;
 class QMenu;
 class QMessageBox;
+class QProgressBar;
 class QPushButton;
 
 namespace tl {
@@ -104,6 +105,7 @@ class MainWindow : public QMainWindow {
   QLabel* marginal_ = nullptr;
   QLabel* busy_ = nullptr;
   QPushButton* cancel_ = nullptr;  // beside busy_ while a computation runs
+  QProgressBar* progress_ = nullptr;  // beside busy_ while a computation reports progress
 };
 
 }  // namespace tl

@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "io/atomic_file.h"
+#include "io/file_bytes.h"
 #include "io/checkpoint/element_codec.h"
 
 namespace tl {
@@ -143,8 +144,9 @@ void rejectOverlaps(const std::string& path, std::vector<Span> spans) {
 
 }  // namespace
 
-SafetensorsFile readSafetensors(const std::string& path) {
-  const std::string bytes = readFile(path);
+MappedSafetensors mapSafetensors(const std::string& path) {
+  const std::shared_ptr<const FileBytes> file = FileBytes::map(path);
+  const std::string_view bytes = file->view();
   if (bytes.size() < 8)
     fail(path, "file is " + std::to_string(bytes.size()) +
                    " bytes, too short for a safetensors header length; the file is truncated or not safetensors");
@@ -157,33 +159,33 @@ SafetensorsFile readSafetensors(const std::string& path) {
     fail(path, "header length " + std::to_string(headerBytes) + " is not plausible; the file is not safetensors");
   if (bytes[8] != '{') fail(path, "header does not start with '{'; the file is not safetensors");
 
-  const Json header = parseHeaderJson(path, bytes.substr(8, headerBytes));
+  const Json header = parseHeaderJson(path, std::string(bytes.substr(8, headerBytes)));
   const uint64_t dataStart = 8 + headerBytes;
   const uint64_t dataBytes = bytes.size() - dataStart;
 
-  SafetensorsFile file;
-  std::map<std::string, TensorEntry> entries;
+  MappedSafetensors mapped;
   std::vector<Span> spans;
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + dataStart;
   for (const auto& [name, field] : header.items()) {
     if (name == kMetadataKey) {
-      file.metadata = parseMetadata(path, field);
+      mapped.metadata = parseMetadata(path, field);
       continue;
     }
     const TensorEntry entry = parseEntry(path, name, field, dataBytes);
     spans.push_back(entry.span);
-    entries.emplace(name, entry);
-  }
-  rejectOverlaps(path, spans);
-
-  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data()) + dataStart;
-  for (const auto& [name, entry] : entries) {
-    HostTensor& t = file.tensors[name];
+    StoredTensor& t = mapped.tensors[name];
     t.shape = entry.shape;
     t.stored = entry.type;
-    t.values.resize(size_t(t.numel()));  // bounded by the data section, checked above
-    decodeElements(entry.type, data + entry.span.begin, t.values.size(), t.values.data());
+    t.data = data + entry.span.begin;  // inside the data section, checked by parseEntry
+    t.owner = file;
   }
-  return file;
+  rejectOverlaps(path, spans);
+  return mapped;
+}
+
+SafetensorsFile readSafetensors(const std::string& path) {
+  MappedSafetensors mapped = mapSafetensors(path);
+  return {decodeAll(mapped.tensors), std::move(mapped.metadata)};
 }
 
 void writeSafetensors(const std::string& path, const TensorMap& tensors,

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "io/checkpoint/stored_tensor.h"
 #include "io/checkpoint/tensor_map.h"
 
 namespace tl {
@@ -15,8 +16,16 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;  // the header's "__metadata__" (string → string)
 };
 
-// Throws FileError naming the file and the offending tensor or field.
-SafetensorsFile readSafetensors(const std::string& path);
+// The same file with its tensors left in place: the file is memory-mapped and validated (header, dtypes, shapes,
+// spans inside the data section, no overlaps), and each tensor decodes when asked (stored_tensor.h).
+struct MappedSafetensors {
+  StoredTensorMap tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Both throw FileError naming the file and the offending tensor or field.
+MappedSafetensors mapSafetensors(const std::string& path);
+SafetensorsFile readSafetensors(const std::string& path);  // mapSafetensors, every tensor decoded
 
 // Atomic write; `as` is F32, F16 or BF16 (values are rounded to nearest even).
 void writeSafetensors(const std::string& path, const TensorMap& tensors,

@@ -1,7 +1,7 @@
 #include "io/checkpoint/torch_zip.h"
 
 #include "common/errors.h"
-#include "io/atomic_file.h"
+#include "io/file_bytes.h"
 #include "io/checkpoint/element_codec.h"
 #include "io/checkpoint/torch_pickle.h"
 #include "io/checkpoint/zip_archive.h"
@@ -37,10 +37,10 @@ const ZipEntry& findDataPickle(const ZipArchive& zip) {
 
 class Flattener {
  public:
-  Flattener(ZipArchive& zip, std::string folder, std::vector<std::string>* skipped)
-      : zip_(zip), folder_(std::move(folder)), skipped_(skipped) {}
+  Flattener(std::shared_ptr<ZipArchive> zip, std::string folder, std::vector<std::string>* skipped)
+      : archive_(std::move(zip)), zip_(*archive_), folder_(std::move(folder)), skipped_(skipped) {}
 
-  TensorMap run(const PickleValue& root) {
+  StoredTensorMap run(const PickleValue& root) {
     if (root.kind != Kind::Dict)
       throw FileError(zip_.path() + ": the checkpoint holds a " + pickleKindName(root.kind) +
                       ", not a dict of tensors");
@@ -105,7 +105,7 @@ class Flattener {
       failTensor(name, "has storage '" + s.key + "' of " + std::to_string(s.numel) + " " + storedTypeName(s.type) +
                            " elements, but its entry holds " + std::to_string(bytes.size()) + " bytes");
 
-    HostTensor t;
+    StoredTensor t;
     t.shape = ref.size;
     t.stored = s.type;
     int64_t numel = 1, lastIndex = ref.offset;
@@ -122,64 +122,53 @@ class Flattener {
     if (numel > s.numel && numel > kMaxExpandedElements)
       failTensor(name, "is a broadcast view of " + std::to_string(numel) + " elements over " + std::to_string(s.numel) +
                            " stored ones; refusing to expand it");
-    t.values.resize(size_t(numel));
-    gather(ref, reinterpret_cast<const unsigned char*>(bytes.data()), itemSize, t.values.data(), numel);
+    if (!isContiguous(ref)) t.stride = ref.stride;
+    // An empty view may point past its (empty) storage: it is never read.
+    if (numel > 0) t.data = reinterpret_cast<const unsigned char*>(bytes.data()) + size_t(ref.offset) * itemSize;
+    t.owner = archive_;
     tensors_.emplace(name, std::move(t));
   }
 
-  // Row-major walk over the view: an odometer over the indices, moving the storage index by the strides.
-  static void gather(const TensorRef& ref, const unsigned char* storage, size_t itemSize, float* out, int64_t numel) {
-    if (numel == 0) return;
-    const size_t rank = ref.size.size();
-    // Most checkpoint tensors are contiguous: decode them as one run.
+  // Most checkpoint tensors are contiguous row-major views and decode as one run.
+  static bool isContiguous(const TensorRef& ref) {
     int64_t contiguousStride = 1;
     bool contiguous = true;
-    for (size_t d = rank; d-- > 0;) {
+    for (size_t d = ref.size.size(); d-- > 0;) {
       contiguous &= ref.size[d] == 1 || ref.stride[d] == contiguousStride;
       contiguousStride *= ref.size[d];
     }
-    if (contiguous) {
-      decodeElements(ref.storage.type, storage + size_t(ref.offset) * itemSize, size_t(numel), out);
-      return;
-    }
-    std::vector<int64_t> index(rank, 0);
-    int64_t at = ref.offset;
-    for (int64_t n = 0; n < numel; ++n) {
-      out[n] = decodeElement(ref.storage.type, storage + size_t(at) * itemSize);
-      for (size_t d = rank; d-- > 0;) {
-        if (++index[d] < ref.size[d]) {
-          at += ref.stride[d];
-          break;
-        }
-        at -= (ref.size[d] - 1) * ref.stride[d];
-        index[d] = 0;
-      }
-    }
+    return contiguous;
   }
 
+  std::shared_ptr<ZipArchive> archive_;  // owns the mapped file and inflated entries the tensors point into
   ZipArchive& zip_;
   std::string folder_;
   std::vector<std::string>* skipped_;
-  TensorMap tensors_;
+  StoredTensorMap tensors_;
   int64_t visited_ = 0;
 };
 
 }  // namespace
 
-TensorMap readTorchZip(const std::string& path, std::vector<std::string>* skippedLeaves) {
-  std::string bytes = readFile(path);
+StoredTensorMap mapTorchZip(const std::string& path, std::vector<std::string>* skippedLeaves) {
+  std::shared_ptr<const FileBytes> bytes = FileBytes::map(path);
   // Before PyTorch 1.6 torch.save wrote a bare pickle stream (it starts with PROTO 2).
-  if (bytes.size() >= 2 && uint8_t(bytes[0]) == 0x80 && uint8_t(bytes[1]) == 0x02)
+  const std::string_view head = bytes->view().substr(0, 2);
+  if (head.size() == 2 && uint8_t(head[0]) == 0x80 && uint8_t(head[1]) == 0x02)
     throw FileError(path +
                     ": this is the legacy (pre-1.6) PyTorch format, which is not supported; re-save it with "
                     "a current torch.save");
-  ZipArchive zip(path, std::move(bytes));
-  const ZipEntry& pickle = findDataPickle(zip);
+  auto zip = std::make_shared<ZipArchive>(path, std::move(bytes));
+  const ZipEntry& pickle = findDataPickle(*zip);
   const std::string folder = pickle.name.substr(0, pickle.name.find('/'));
-  if (const ZipEntry* order = zip.find(folder + "/byteorder"); order && zip.contents(*order) != "little")
+  if (const ZipEntry* order = zip->find(folder + "/byteorder"); order && zip->contents(*order) != "little")
     throw FileError(path + ": storages are big-endian, which is not supported");
-  const PickleValue root = loadTorchPickle(zip.contents(pickle), path + ": " + pickle.name);
-  return Flattener(zip, folder, skippedLeaves).run(root);
+  const PickleValue root = loadTorchPickle(zip->contents(pickle), path + ": " + pickle.name);
+  return Flattener(std::move(zip), folder, skippedLeaves).run(root);
+}
+
+TensorMap readTorchZip(const std::string& path, std::vector<std::string>* skippedLeaves) {
+  return decodeAll(mapTorchZip(path, skippedLeaves));
 }
 
 }  // namespace tl

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checkpoint/stored_tensor.h"
 #include "io/checkpoint/tensor_map.h"
 
 namespace tl {
@@ -15,5 +16,9 @@ namespace tl {
 // `skippedLeaves` when it is given. Strided views are gathered into row-major values.
 // Throws FileError naming the file, and the tensor, entry, opcode or global at fault.
 TensorMap readTorchZip(const std::string& path, std::vector<std::string>* skippedLeaves = nullptr);
+
+// The same tensors left in the memory-mapped file (validated: storages present, CRCs, views inside their
+// storages), each decoded when asked (stored_tensor.h). readTorchZip is this with every tensor decoded.
+StoredTensorMap mapTorchZip(const std::string& path, std::vector<std::string>* skippedLeaves = nullptr);
 
 }  // namespace tl

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "common/errors.h"
-#include "io/atomic_file.h"
+#include "io/file_bytes.h"
 
 namespace tl {
 namespace {
@@ -44,7 +44,7 @@ std::string range(uint64_t begin, uint64_t end) {
 // Reads the central directory of a whole zip file held in memory; every read is bounds-checked first.
 class DirectoryReader {
  public:
-  DirectoryReader(const std::string& path, const std::string& bytes) : path_(path), b_(bytes) {}
+  DirectoryReader(const std::string& path, std::string_view bytes) : path_(path), b_(bytes) {}
 
   std::vector<ZipEntry> read() {
     const size_t end = findEndRecord();
@@ -129,7 +129,7 @@ class DirectoryReader {
     if (at + kCentralHeaderSize + nameLength + extraLength + commentLength > directoryEnd)
       fail(which + " runs past the end of the central directory; the file is corrupt");
     ZipEntry e;
-    e.name = b_.substr(at + kCentralHeaderSize, nameLength);
+    e.name = std::string(b_.substr(at + kCentralHeaderSize, nameLength));
     e.method = u16(at + 10);
     e.crc32 = u32(at + 16);
     e.compressedSize = u32(at + 20);
@@ -183,18 +183,22 @@ class DirectoryReader {
   }
 
   const std::string& path_;
-  const std::string& b_;
+  std::string_view b_;
   uint64_t entryCount_ = 0, directorySize_ = 0, directoryOffset_ = 0;
   size_t directoryEnd_ = 0;  // where the central directory must end: the (ZIP64) end record
 };
 
 }  // namespace
 
-ZipArchive::ZipArchive(std::string path, std::string bytes) : path_(std::move(path)), bytes_(std::move(bytes)) {
-  entries_ = DirectoryReader(path_, bytes_).read();
+ZipArchive::ZipArchive(std::string path, std::string bytes)
+    : ZipArchive(std::move(path), FileBytes::hold(std::move(bytes))) {}
+
+ZipArchive::ZipArchive(std::string path, std::shared_ptr<const FileBytes> bytes)
+    : path_(std::move(path)), bytes_(std::move(bytes)) {
+  entries_ = DirectoryReader(path_, bytes_->view()).read();
 }
 
-ZipArchive ZipArchive::open(const std::string& path) { return ZipArchive(path, readFile(path)); }
+ZipArchive ZipArchive::open(const std::string& path) { return ZipArchive(path, FileBytes::map(path)); }
 
 const ZipEntry* ZipArchive::find(const std::string& name) const {
   for (const auto& e : entries_)
@@ -204,7 +208,7 @@ const ZipEntry* ZipArchive::find(const std::string& name) const {
 
 std::string_view ZipArchive::contents(const ZipEntry& entry) {
   if (const auto done = checked_.find(entry.name); done != checked_.end()) return done->second;
-  const std::string_view raw(bytes_.data() + entry.dataOffset, size_t(entry.compressedSize));
+  const std::string_view raw = bytes_->view().substr(size_t(entry.dataOffset), size_t(entry.compressedSize));
   const std::string what = path_ + ": zip entry '" + entry.name + "'";
   std::string_view data;
   if (entry.method == 0) {

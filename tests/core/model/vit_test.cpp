@@ -95,6 +95,32 @@ TEST(Vit, SavedCheckpointLoadsToIdenticalLogits) {
   }
 }
 
+// The loading path: weights decoded from the mapped file straight into the parameters of a model that skipped its
+// random start give the same model, bit for bit (LOT's learned pivots included); progress rises to 1 and a
+// cancelled load stops with Canceled.
+TEST(Vit, LoadingFromTheMappedFileGivesTheSameModel) {
+  for (const char* attention : kTrainable) {
+    torch::manual_seed(5);
+    VitModel model(tinyConfig(attention));
+    model->eval();
+    test::TempDir dir;
+    writeVitCheckpoint(dir.file("ckpt"), checkpointOf(model));
+    std::vector<double> fractions;
+    Feedback feedback([&](double fraction, const std::string&) { fractions.push_back(fraction); });
+    VitModel loaded = makeVitModel(openVitCheckpoint(dir.file("ckpt")), "ckpt", feedback);
+    const TensorMap want = model->state(), got = loaded->state();
+    ASSERT_EQ(got.size(), want.size()) << attention;
+    for (const auto& [name, t] : want) EXPECT_EQ(got.at(name).values, t.values) << attention << " " << name;
+    ASSERT_FALSE(fractions.empty());
+    EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end())) << attention;
+    EXPECT_DOUBLE_EQ(fractions.back(), 1.0) << attention;
+
+    Feedback cancelled;
+    cancelled.cancel();
+    EXPECT_THROW(makeVitModel(openVitCheckpoint(dir.file("ckpt")), "ckpt", cancelled), Canceled) << attention;
+  }
+}
+
 TEST(Vit, PivotsFromAFileLiveInTheCheckpointNotInItsConfig) {
   test::TempDir dir;
   const MatD pivots = test::gaussian(3, 8, 9, 0.4);

@@ -304,6 +304,29 @@ TEST_F(Safetensors, WriteRejectsInconsistentTensorsAndLeavesNoFile) {
                                     {"missing/x.safetensors"}));
 }
 
+// mapSafetensors validates like readSafetensors and leaves the data in the mapped file: decoding a tensor gives the
+// reader's values, and a file replaced on disk afterwards (as writeSafetensors replaces one) does not change them.
+TEST_F(Safetensors, MappedTensorsDecodeAsTheReaderAndKeepTheirFile) {
+  TensorMap tensors;
+  tensors["w"] = tensor({2, 3}, {1.5f, -0.0f, 3.1415927f, 1e-40f, kInf, -kInf});
+  tensors["b"] = tensor({3}, {kNaN, 2, 7});
+  const std::string path = dir.file("model.safetensors");
+  writeSafetensors(path, tensors, {{"format", "pt"}}, StoredType::BF16);
+  const SafetensorsFile read = readSafetensors(path);
+  const MappedSafetensors mapped = mapSafetensors(path);
+  EXPECT_EQ(mapped.metadata, read.metadata);
+  writeSafetensors(path, {{"other", tensor({1}, {0})}}, {});
+  ASSERT_EQ(mapped.tensors.size(), 2u);
+  for (const auto& [name, want] : read.tensors) {
+    SCOPED_TRACE(name);
+    const StoredTensor& t = mapped.tensors.at(name);
+    EXPECT_EQ(t.shape, want.shape);
+    EXPECT_EQ(t.stored, StoredType::BF16);
+    EXPECT_TRUE(t.stride.empty());
+    EXPECT_TRUE(sameBits(t.decode().values, want.values));
+  }
+}
+
 TEST_F(Safetensors, MissingFileIsAFileError) {
   EXPECT_TRUE(
       throwsWith<FileError>([&] { (void)readSafetensors(dir.file("nope.safetensors")); }, {"nope.safetensors"}));

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "io/checkpoint/safetensors.h"
 #include "support/pickle_builder.h"
 #include "support/test_util.h"
@@ -83,6 +85,30 @@ TEST(TorchZip, StridedViewsAreGatheredRowMajor) {
   EXPECT_TRUE(t.at("shapes.scalar").shape.empty());
   EXPECT_EQ(t.at("shapes.scalar").values, (std::vector<float>{3.5f}));
   EXPECT_EQ(t.at("shapes.empty").shape, (std::vector<int64_t>{0, 3}));
+}
+
+// mapTorchZip leaves the tensors in the mapped file: each decodes to exactly what readTorchZip returns (strided views
+// included), and the tensors keep the mapping alive after the file itself is gone.
+TEST(TorchZip, MappedTensorsDecodeAsTheReaderAndOutliveTheFile) {
+  const test::TempDir dir;
+  const std::string copy = dir.file("state_dict.pt");
+  test::writeBytes(copy, readFile(kFixtures + "state_dict.pt"));
+  const TensorMap read = readTorchZip(copy);
+  const StoredTensorMap mapped = mapTorchZip(copy);
+  std::filesystem::remove(copy);
+  ASSERT_EQ(mapped.size(), read.size());
+  for (const auto& [name, want] : read) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(mapped.count(name), 1u);
+    const StoredTensor& t = mapped.at(name);
+    EXPECT_EQ(t.shape, want.shape);
+    EXPECT_EQ(t.stored, want.stored);
+    std::vector<float> values(size_t(t.numel()), -12345.0f);
+    t.decodeInto(values.data());
+    EXPECT_TRUE(sameBits(values, want.values));
+  }
+  EXPECT_FALSE(mapped.at("views.transposed").stride.empty());  // decoded by walking its strides
+  EXPECT_TRUE(mapped.at("views.base").stride.empty());         // one contiguous run
 }
 
 class TorchZipDamage : public ::testing::Test {
