@@ -12,6 +12,7 @@
 
 #include "analysis/summary.h"
 #include "common/feedback.h"
+#include "rankdecay/experiment.h"
 #include "session/session.h"
 #include "session/source_loader.h"
 
@@ -36,6 +37,9 @@ struct SessionResult {
   std::shared_ptr<const ModelRun> model;
   std::optional<VitTrace> swapped;
   std::vector<int> swappedLayers;
+  // The Rank decay view's curves, one result per configuration of session.rankDecay; computed only when the
+  // session shows that view.
+  std::shared_ptr<const std::vector<rankdecay::RankDecayResult>> rankDecay;
   double seconds = 0;  // source + all operators
 };
 

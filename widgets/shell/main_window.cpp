@@ -16,6 +16,7 @@
 #include "widgets/panels/source_panel.h"
 #include "widgets/shell/engine_bridge.h"
 #include "widgets/shell/view_factory.h"
+#include "widgets/views/rank_decay_view.h"
 
 namespace tl {
 namespace {
@@ -25,6 +26,16 @@ namespace {
 const std::map<std::string, std::string> kTabbedWith = {{"cls", "compare"}, {"prediction", "cloud3d"}};
 
 // A model session lists the model views, so `tlens render` of the saved session draws them too.
+bool listsView(const Session& session, const std::string& name) {
+  return std::find(session.views.begin(), session.views.end(), name) != session.views.end();
+}
+
+// The Engine computes rank decay only for sessions that list its view: the view's "live" switch.
+void setViewListed(Session& session, const std::string& name, bool listed) {
+  session.views.erase(std::remove(session.views.begin(), session.views.end(), name), session.views.end());
+  if (listed) session.views.push_back(name);
+}
+
 void includeModelViews(Session& session) {
   if (session.source.kind != SourceSpec::Kind::Model) return;
   for (const char* name : {"cls", "prediction"})
@@ -68,6 +79,13 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
     session_.device = device;
     submit();
   });
+  if (auto* rankDecay = qobject_cast<RankDecayView*>(view("rank_decay")))
+    connect(rankDecay, &RankDecayView::settingsEdited, this,
+            [this](const rankdecay::RankDecaySettings& settings, bool live) {
+              session_.rankDecay = settings;
+              setViewListed(session_, "rank_decay", live);
+              submit();
+            });
   loadSession(session, path);
 }
 
@@ -222,6 +240,8 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   for (View* v : views_) {
     if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
   }
+  if (auto* rankDecay = qobject_cast<RankDecayView*>(view("rank_decay")))
+    rankDecay->setSettings(session_.rankDecay, listsView(session_, "rank_decay"));
   submit();
 }
 
