@@ -1,6 +1,6 @@
 // `tlens rank-decay paths|outputs`: rank collapse along attention paths (σ₂/σ₁ per depth) or of the layer
 // outputs (ρ_out per layer) for one or more operators on a synthetic stack, App. G random matrices or a
-// checkpoint (docs/cli.md#tlens-rank-decay). The computing is core/rankdecay; figures go through the GUI's
+// checkpoint (docs/cli.md#rank-decay). The computing is core/rankdecay; figures go through the GUI's
 // Rank decay view (rank_decay_figures.cpp), only in builds with the GUI.
 #include <iostream>
 

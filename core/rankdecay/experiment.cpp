@@ -44,6 +44,10 @@ std::string sinkhornCurveReason(const OperatorSpec& op, const StackSpec& spec, d
 
 }  // namespace
 
+std::string operatorLabel(const OperatorSpec& op) {
+  return op.family == kTrainedOperator ? std::string(kTrainedOperator) : op.toString();
+}
+
 void installModelRecorder(ModelRecorder recorder) { modelRecorder() = std::move(recorder); }
 
 std::vector<TheoryCurve> theoryCurves(const std::vector<SampleTheoryInputs>& samples, const OperatorSpec& op,

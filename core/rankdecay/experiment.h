@@ -65,5 +65,7 @@ void installModelRecorder(ModelRecorder recorder);
 
 // The --op text that keeps a checkpoint's trained normaliser.
 inline constexpr const char* kTrainedOperator = "trained";
+// "sinkhorn:T=50,eps=1,mask_mode=subsequence", or "trained" for a checkpoint's own normaliser.
+std::string operatorLabel(const OperatorSpec& op);
 
 }  // namespace tl::rankdecay

@@ -67,7 +67,7 @@ json toJson(const RankDecayResult& result) {
               {"scale", "attention"},
               {"operators", json::array()}};
   for (const OperatorCurves& c : result.operators) {
-    json op = {{"op", c.op.toString()}, {"family", c.op.family}};
+    json op = {{"op", operatorLabel(c.op)}, {"family", c.op.family}};
     if (r.wantPaths) {
       op["paths"] = json::array();
       for (const DepthSummary& d : c.paths) op["paths"].push_back(depthJson(d));
@@ -91,7 +91,7 @@ std::string pathsCsv(const RankDecayResult& result) {
   std::vector<CsvRow> rows;
   for (const OperatorCurves& c : result.operators)
     for (const DepthSummary& d : c.paths)
-      rows.push_back({c.op.toString(), std::to_string(d.t), number(d.box.median), number(d.box.q1), number(d.box.q3),
+      rows.push_back({operatorLabel(c.op), std::to_string(d.t), number(d.box.median), number(d.box.q1), number(d.box.q3),
                       number(d.box.whiskerLow), number(d.box.whiskerHigh), number(d.box.min), number(d.box.max)});
   return encodeCsvTable({"op", "t", "median", "q1", "q3", "whisker_low", "whisker_high", "min", "max"}, rows);
 }
@@ -100,7 +100,7 @@ std::string outputsCsv(const RankDecayResult& result) {
   std::vector<CsvRow> rows;
   for (const OperatorCurves& c : result.operators)
     for (const LayerSummary& s : c.outputs)
-      rows.push_back({c.op.toString(), std::to_string(s.layer), number(s.median), number(s.mean), number(s.std),
+      rows.push_back({operatorLabel(c.op), std::to_string(s.layer), number(s.median), number(s.mean), number(s.std),
                       number(s.resMedian)});
   return encodeCsvTable({"op", "layer", "median", "mean", "std", "res_median"}, rows);
 }
@@ -115,10 +115,10 @@ std::string curvesCsv(const std::vector<RankDecayResult>& results) {
     const std::string config = result.request.source.kind == SourceKind::Random ? "" : configName(result.request.config);
     for (const OperatorCurves& c : result.operators) {
       for (const DepthSummary& d : c.paths)
-        rows.push_back({config, c.op.toString(), "path", std::to_string(d.t), number(d.box.median), number(d.box.q1),
+        rows.push_back({config, operatorLabel(c.op), "path", std::to_string(d.t), number(d.box.median), number(d.box.q1),
                         number(d.box.q3), "", "", ""});
       for (const LayerSummary& s : c.outputs)
-        rows.push_back({config, c.op.toString(), "output", std::to_string(s.layer), number(s.median), "", "",
+        rows.push_back({config, operatorLabel(c.op), "output", std::to_string(s.layer), number(s.median), "", "",
                         number(s.mean), number(s.std), number(s.resMedian)});
     }
   }

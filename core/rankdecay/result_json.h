@@ -1,5 +1,5 @@
 #pragma once
-// The JSON and CSV forms of a rank-decay result (docs/cli.md#tlens-rank-decay): the names scripts rely on
+// The JSON and CSV forms of a rank-decay result (docs/cli.md#rank-decay): the names scripts rely on
 // (`t`, `median`, `q1`, `q3`, `min`, `max`, `values` per depth; `layer`, `median`, `mean`, `std`,
 // `res_median` per layer), also used by the Session and the GUI's Rank decay view.
 #include <nlohmann/json.hpp>

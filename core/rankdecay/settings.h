@@ -1,5 +1,5 @@
 #pragma once
-// What a Session asks of rank decay (its "rank_decay" block; docs/sessions.md): the source, the
+// What a Session asks of rank decay (its "rank_decay" block; docs/formats.md#sessions): the source, the
 // configurations to compute and the path options. The operators are the session's own, so changing an
 // operator or its parameters in the GUI recomputes the curves. The Engine runs it when the session shows the
 // Rank decay view; every configuration listed is computed, so toggling them in the view only redraws.

@@ -1,5 +1,5 @@
 #pragma once
-// Where a rank-decay run takes its attention from (docs/cli.md#tlens-rank-decay): text of the form
+// Where a rank-decay run takes its attention from (docs/cli.md#rank-decay): text of the form
 // "stack:n=32,d=64,H=4,L=12,scale=1,ln=none", "random:n=50,s=1,L=24,skip=0" or
 // "model:checkpoint=DIR,images=fashion-mnist:test:0-99". Each kind's parameters are a schema, so parsing,
 // range checks and --help come from one declaration. Here (as in the contract) `d` is the model

@@ -1,4 +1,4 @@
-// End-to-end: `tlens rank-decay paths|outputs` writes the JSON contract of docs/cli.md#tlens-rank-decay
+// End-to-end: `tlens rank-decay paths|outputs` writes the JSON contract of docs/cli.md#rank-decay
 // (names scripts rely on), the CSV, figures in GUI builds, and refuses bad requests with one error line.
 #include <gtest/gtest.h>
 

@@ -273,10 +273,10 @@ void RankDecayView::rebuild() {
   note_->setText(drawn.empty() ? tr("No configuration selected: tick san, san+skip, san+ffn or transformer.")
                                : QString());
   const auto& request = results->front().request;
-  heading_->setText(tr("Rank decay · %1 · %2 %3 · %4 paths per depth")
-                        .arg(QString::fromStdString(request.source.toString()))
-                        .arg(request.seeds)
-                        .arg(request.source.kind == rankdecay::SourceKind::Stack ? tr("networks") : tr("samples"))
+  const QString networks =
+      request.source.kind == rankdecay::SourceKind::Stack ? tr(" · %1 networks").arg(request.seeds) : QString();
+  heading_->setText(tr("Rank decay · %1%2 · %3 paths per depth")
+                        .arg(QString::fromStdString(request.source.toString()), networks)
                         .arg(request.paths.paths));
   int slotCount = 0;
   for (const auto* r : drawn) slotCount += int(r->operators.size());
