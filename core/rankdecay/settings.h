@@ -2,7 +2,7 @@
 // What a Session asks of rank decay (its "rank_decay" block; docs/formats.md#sessions): the source, the
 // configurations to compute and the path options. The operators are the session's own, so changing an
 // operator or its parameters in the GUI recomputes the curves. The Engine runs it when the session shows the
-// Rank decay view; every configuration listed is computed, so toggling them in the view only redraws.
+// Rank decay view; every configuration listed is computed, so toggling those in the view only redraws.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,8 +13,8 @@ namespace tl::rankdecay {
 
 struct RankDecaySettings {
   std::string source = "stack:n=32,d=64,H=4,L=12,scale=1,ln=none";
-  std::vector<BlockConfig> configs{BlockConfig::San, BlockConfig::SanSkip, BlockConfig::SanFfn,
-                                   BlockConfig::Transformer};
+  // Computed configurations; the view draws those ticked and asks for the others when they are ticked.
+  std::vector<BlockConfig> configs{BlockConfig::San, BlockConfig::SanSkip};
   int paths = 100;
   int seeds = 20;
   ProductOrder order = ProductOrder::Literal;

@@ -153,7 +153,10 @@ void MainWindow::buildDocks() {
 // or another primary family), so a tab the user picked stays up while sliders move.
 void MainWindow::raiseRelevantView(const SessionResult& result) {
   if (result.runs.empty()) return;
-  const std::string key = result.runs.size() > 1 ? std::string("compare") : result.runs.front().spec.family;
+  // Rank decay computes only when the user switched it on (or the session lists it): its tab comes first.
+  const std::string key = result.rankDecay            ? std::string("rank_decay")
+                          : result.runs.size() > 1    ? std::string("compare")
+                                                      : result.runs.front().spec.family;
   if (key == raisedFor_) return;
   raisedFor_ = key;
   // In a model session the [CLS] maps keep the bottom tabs; only turning compare mode on takes them over.
@@ -162,8 +165,10 @@ void MainWindow::raiseRelevantView(const SessionResult& result) {
   if (it == viewDocks_.end()) return;
   it->second->raise();
   // The bottom tabs hold wide, multi-panel figures: give them room when they come up.
-  if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < 420)
-    resizeDocks({it->second}, {420}, Qt::Vertical);
+  // (Rank decay's four panels and their legend need more than the others.)
+  const int wanted = key == "rank_decay" ? 560 : 420;
+  if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < wanted)
+    resizeDocks({it->second}, {wanted}, Qt::Vertical);
 }
 
 void MainWindow::raiseModelViews(bool model) {

@@ -205,7 +205,21 @@ RankDecayView::RankDecayView(QWidget* parent) : View(parent) {
     rebuild();
     plot_->replot();
   };
-  for (QCheckBox* box : configBoxes_) connect(box, &QCheckBox::toggled, this, redraw);
+  for (size_t i = 0; i < configBoxes_.size(); ++i)
+    connect(configBoxes_[i], &QCheckBox::toggled, this, [this, redraw, i](bool on) {
+      redraw();
+      // A configuration the session has not computed yet is asked for (the ticked ones are then computed).
+      const auto* results = curves();
+      const bool computed = results && std::any_of(results->begin(), results->end(), [i](const auto& r) {
+        return r.request.config == BlockConfig(i);
+      });
+      if (on && results && !computed) {
+        settings_.configs.clear();
+        for (size_t k = 0; k < configBoxes_.size(); ++k)
+          if (configBoxes_[k]->isChecked()) settings_.configs.push_back(BlockConfig(k));
+        emitSettings();
+      }
+    });
   for (QCheckBox* box : {logOutputs_, showTheory_, showPrinted_}) connect(box, &QCheckBox::toggled, this, redraw);
   connect(live_, &QCheckBox::toggled, this, [this] { emitSettings(); });
   connect(source_, &QLineEdit::editingFinished, this, [this] {

@@ -27,6 +27,7 @@ class RankDecayViewTest : public ::testing::Test {
     session.rankDecay.source = "stack:n=12,d=16,H=2,L=4";
     session.rankDecay.seeds = 3;
     session.rankDecay.paths = 10;
+    session.rankDecay.configs = {BlockConfig::San, BlockConfig::SanSkip, BlockConfig::SanFfn, BlockConfig::Transformer};
     return session;
   }
 };
@@ -50,7 +51,7 @@ TEST_F(RankDecayViewTest, TogglingTheConfigurationRedrawsTheCoreCurves) {
   const Session session = rankDecaySession();
   const auto result = std::make_shared<const SessionResult>(runSession(session));
   ASSERT_TRUE(result->rankDecay);
-  ASSERT_EQ(result->rankDecay->size(), 4u);  // every configuration, so toggles only redraw
+  ASSERT_EQ(result->rankDecay->size(), 4u);  // every configuration listed, so toggles only redraw
 
   // The Engine's curves are the core's: the same request run directly gives the same numbers.
   rankdecay::RankDecayRequest request;
