@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -174,8 +175,14 @@ RankDecayView::RankDecayView(QWidget* parent) : View(parent) {
   note_->setWordWrap(true);
   layout->addWidget(note_);
 
-  plot_ = new QCustomPlot(this);
-  plot_->setMinimumSize(480, 360);
+  // Four panels and their legend need about 700 pixels of height: in a shorter dock the figure scrolls
+  // instead of squeezing its axes into each other.
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  plot_ = new QCustomPlot(scroll);
+  plot_->setMinimumSize(480, 700);
+  scroll->setWidget(plot_);
   plot_->plotLayout()->clear();
   heading_ = new QCPTextElement(plot_, tr("Rank decay"), captionFont());
   plot_->plotLayout()->addElement(0, 0, heading_);
@@ -199,7 +206,7 @@ RankDecayView::RankDecayView(QWidget* parent) : View(parent) {
   plot_->legend->setLayer("legend");
   plot_->plotLayout()->setRowStretchFactors({0.001, 1.0, 0.001});
   plot_->plotLayout()->setRowSpacing(0);
-  layout->addWidget(plot_, 1);
+  layout->addWidget(scroll, 1);
 
   auto redraw = [this] {
     rebuild();
