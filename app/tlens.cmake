@@ -21,6 +21,8 @@ add_executable(tlens
   cli/reference_bench.cpp
   cli/train_command.cpp
   cli/terminal_progress.cpp
+  cli/rank_decay_command.cpp
+  cli/rank_decay_figures.cpp
 )
 # Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
 # `tlens train` checks its flags in every build and trains only when TL_WITH_TORCH is defined.

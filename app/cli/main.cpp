@@ -29,6 +29,7 @@ const std::map<std::string, CommandEntry>& commands() {
       {"render", {tl::cli::renderCommand, "run a session file and write its figures (PNG/SVG/PDF)"}},
       {"bench", {tl::cli::benchCommand, "time operators on the CPU next to the PyTorch reference"}},
       {"train", {tl::cli::trainCommand, "train a ViT on Fashion-MNIST on the CPU, with checkpoints and --resume"}},
+      {"rank-decay", {tl::cli::rankDecayCommand, "rank collapse along attention paths and layer outputs, with theory curves"}},
       {"extract", {tl::cli::extractCommand, "run a ViT checkpoint on an image; write logits and per-head Q, K, V, attention"}},
       {"eval", {tl::cli::evalCommand, "a checkpoint's accuracy; with --swap, another operator plugged into it"}},
   };
@@ -40,7 +41,7 @@ std::string mainHelp() {
       "usage: tlens <command> [options]\n"
       "TransportLens command line: doubly-stochastic attention operators, headless.\n"
       "commands (tlens <command> --help lists every option):\n";
-  for (const auto& [name, entry] : commands()) text += "  " + name + std::string(8 - name.size(), ' ') + entry.summary + "\n";
+  for (const auto& [name, entry] : commands()) text += "  " + name + std::string(name.size() < 11 ? 11 - name.size() : 1, ' ') + entry.summary + "\n";
   text += "\n" + tl::cli::operatorsHelp() + "\n" + tl::cli::sourcesHelp();
   text += "\nexit status: 0 success, 1 file or runtime error, 2 usage error (bad option, value, shape or NaN/Inf input)\n";
   return text;

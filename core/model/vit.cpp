@@ -44,14 +44,17 @@ torch::Tensor VitLayerImpl::heads(const torch::Tensor& x) const {
 }
 
 torch::Tensor VitLayerImpl::forward(const torch::Tensor& hidden, VitAttentionTrace* trace,
-                                    const AttentionOverride* override) {
+                                    const AttentionOverride* override, const rankdecay::BlockSwitches* block) {
   const torch::Tensor x = layernormBefore_(hidden);
   const torch::Tensor q = heads(query_(x)), k = heads(key_(x)), v = heads(value_(x));
   const TorchAttention mixed = override ? (*override)(q, k, v) : normaliser_->forward(q, k, v, trace != nullptr);
   if (trace) *trace = {q, k, v, mixed.attention, mixed.output};
   const torch::Tensor context = mixed.output.permute({0, 2, 1, 3}).reshape({hidden.size(0), hidden.size(1), -1});
-  const torch::Tensor h = hidden + attentionDense_(context);
-  return h + outputDense_(torch::gelu(intermediate_(layernormAfter_(h)), tanhGelu_ ? "tanh" : "none"));
+  const torch::Tensor attention = attentionDense_(context);
+  const torch::Tensor h = !block || block->attentionSkip ? hidden + attention : attention;
+  if (block && !block->ffn) return h;
+  const torch::Tensor ffn = outputDense_(torch::gelu(intermediate_(layernormAfter_(h)), tanhGelu_ ? "tanh" : "none"));
+  return !block || block->ffnSkip ? h + ffn : ffn;
 }
 
 VitModelImpl::VitModelImpl(VitConfig config, VitWeightsStart start) : config_(std::move(config)) {

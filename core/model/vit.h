@@ -13,6 +13,7 @@
 
 #include "common/feedback.h"
 #include "model/normalisers/torch_normalisers.h"
+#include "rankdecay/configuration.h"
 #include "vit/vit_checkpoint.h"
 
 namespace tl {
@@ -32,9 +33,11 @@ class VitLayerImpl : public torch::nn::Module {
  public:
   explicit VitLayerImpl(const VitConfig& config);
   // hidden [B, n, D] → [B, n, D]. `trace` (optional) receives the attention's inputs and outputs;
-  // `override` (optional) replaces the normaliser.
+  // `override` (optional) replaces the normaliser; `block` (optional, rank decay's configurations) removes
+  // the skips or bypasses the FFN together with its LayerNorm at inference (docs/operators/rank-decay.md).
   torch::Tensor forward(const torch::Tensor& hidden, VitAttentionTrace* trace = nullptr,
-                        const AttentionOverride* override = nullptr);
+                        const AttentionOverride* override = nullptr,
+                        const rankdecay::BlockSwitches* block = nullptr);
   const TorchNormaliser& normaliser() const { return normaliser_; }
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "model/core_attention.h"
 #include "model/torchscript.h"
 #include "model/vit.h"
 #include "ops/lot/lot.h"
@@ -10,82 +11,6 @@
 
 namespace tl {
 namespace {
-
-MatD toEigen(const torch::Tensor& matrix) {
-  const torch::Tensor t = matrix.detach().to(torch::kFloat64).contiguous();
-  return Eigen::Map<const MatD>(t.data_ptr<double>(), t.size(0), t.size(1));
-}
-
-VecD toEigenVector(const torch::Tensor& vector) {
-  const torch::Tensor t = vector.detach().to(torch::kFloat64).contiguous();
-  return Eigen::Map<const VecD>(t.data_ptr<double>(), t.size(0));
-}
-
-torch::Tensor toTorch(const MatD& m) {
-  return torch::from_blob(const_cast<double*>(m.data()), {m.rows(), m.cols()}, torch::kFloat64).to(torch::kFloat32);
-}
-
-torch::Tensor pixelTensor(const VitConfig& c, const HostTensor& image) {
-  std::vector<float> pixels = normaliseImage(c, image.shape, image.values);
-  return torch::from_blob(pixels.data(), {1, c.numChannels, c.imageSize, c.imageSize}, torch::kFloat32).clone();
-}
-
-// The learned LOT pivots of a layer as the core operator takes them: LotParams with pivot_init = file.
-// Used when the spec leaves the pivots to `auto` and names no pivots file (r is the learned pivots' count).
-std::optional<std::pair<torch::Tensor, torch::Tensor>> learnedPivots(const OperatorSpec& spec, VitLayer& layer) {
-  if (spec.family != "lot" || getString(spec.params, "pivot_init") != "auto" || getOptionalString(spec.params, "pivots"))
-    return std::nullopt;
-  const auto params = layer->normaliser()->named_parameters();
-  if (!params.contains("pivots")) return std::nullopt;
-  return std::make_pair(params["pivots"], params["mass_logits"]);
-}
-
-// One block's heads through a core registry operator, batch of one image: the CPU reference in double, or
-// on the GPU all heads in one launch (runOperatorBatch).
-class CoreAttention {
- public:
-  CoreAttention(const OperatorSpec& spec, VitLayer& layer, Feedback& feedback, DeviceChoice device)
-      : spec_(OperatorRegistry::builtin().resolve(spec.family, spec.params)), pivots_(learnedPivots(spec_, layer)),
-        feedback_(feedback), device_(device) {
-    if (!pivots_) op_ = OperatorRegistry::builtin().create(spec_);
-  }
-
-  TorchAttention operator()(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-    TorchAttention out{torch::zeros_like(v), torch::zeros({q.size(0), q.size(1), q.size(2), k.size(2)})};
-    AttentionBatch<double> heads;
-    for (int64_t h = 0; h < q.size(1); ++h)
-      heads.push_back({toEigen(q[0][h]), toEigen(k[0][h]), toEigen(v[0][h]), std::nullopt});
-    if (pivots_) {  // learned LOT pivots differ per head: the heads are different operators
-      for (size_t h = 0; h < heads.size(); ++h) results.push_back(lotWithPivots(heads[h], int64_t(h)));
-    } else {
-      results = runOperatorBatch(*op_, heads, Precision::F64, device_, feedback_);
-    }
-    for (size_t h = 0; h < results.size(); ++h) {
-      out.output[0][int64_t(h)].copy_(toTorch(*results[h].output));
-      out.attention[0][int64_t(h)].copy_(toTorch(results[h].plan.dense()));
-    }
-    return out;
-  }
-
-  const OperatorSpec& spec() const { return spec_; }
-  std::vector<PlanResult<double>> results;  // per head
-
- private:
-  PlanResult<double> lotWithPivots(const AttentionInput<double>& input, int64_t head) {
-    LotParams p = LotParams::from(spec_.params);
-    p.pivotInit = PivotInit::File;
-    p.pivots = toEigen(pivots_->first[head]);
-    p.r = int(p.pivots.rows());
-    if (!getOptionalString(spec_.params, "mass_logits")) p.massLogits = toEigenVector(pivots_->second[head]);
-    return lotAttention(input, p, feedback_);
-  }
-
-  OperatorSpec spec_;
-  std::optional<std::pair<torch::Tensor, torch::Tensor>> pivots_;
-  std::unique_ptr<Operator> op_;
-  Feedback& feedback_;
-  DeviceChoice device_;
-};
 
 void fillHeads(const VitAttentionTrace& t, VitLayerTrace& layer) {
   for (int64_t h = 0; h < t.q.size(1); ++h) {

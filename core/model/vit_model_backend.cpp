@@ -4,6 +4,7 @@
 #include <list>
 #include <mutex>
 
+#include "model/rank_decay_checkpoint.h"
 #include "model/torchscript.h"
 #include "model/vit_inference.h"
 #include "vit/model_backend.h"
@@ -65,6 +66,7 @@ class VitModelBackend : public ModelBackend {
 void installVitModelBackend() {
   useLibTorchForTorchScript();
   installModelBackend(std::make_shared<VitModelBackend>());
+  rankdecay::installModelRecorder(recordCheckpoint);  // model: sources of `tlens rank-decay` and the view
 }
 
 }  // namespace tl

@@ -1,5 +1,7 @@
 #include "session/engine.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <filesystem>
 
@@ -107,6 +109,11 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
     r.certificates = certificatesFor(session, *r.input, contractionCache);
   }
   if (r.model) swapIntoModel(r, feedback);
+  if (std::find(session.views.begin(), session.views.end(), "rank_decay") != session.views.end()) {
+    Feedback part(feedback, [&](double f, const std::string& stage) { feedback.setProgress(f, "rank decay: " + stage); });
+    r.rankDecay = std::make_shared<const std::vector<rankdecay::RankDecayResult>>(
+        rankdecay::runRankDecaySettings(session.rankDecay, session.operators, part));
+  }
   feedback.setProgress(1.0, "done");
   return r;
 }

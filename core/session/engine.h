@@ -13,6 +13,7 @@
 #include "analysis/summary.h"
 #include "common/feedback.h"
 #include "ops/banded/banded_certificates.h"
+#include "rankdecay/experiment.h"
 #include "session/session.h"
 #include "session/source_loader.h"
 
@@ -39,6 +40,9 @@ struct SessionResult {
   std::vector<int> swappedLayers;
   // The Certificates view's numbers, computed here on the worker thread when the primary operator is banded.
   std::shared_ptr<const BandedCertificateReport> certificates;
+  // The Rank decay view's curves, one result per configuration of session.rankDecay; computed only when the
+  // session shows that view.
+  std::shared_ptr<const std::vector<rankdecay::RankDecayResult>> rankDecay;
   double seconds = 0;  // source + all operators
 };
 

@@ -168,6 +168,7 @@ json toJsonWithBase(const Session& s, const std::string& baseDir) {
           {"views", s.views},
           {"swap", swapScopeName(s.swapScope)},
           {"view_state", s.viewState},
+          {"rank_decay", s.rankDecay.toJson()},
           {"export",
            {{"formats", s.exportSettings.formats},
             {"width", s.exportSettings.width},
@@ -206,6 +207,7 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
     s.views = j.value("views", s.views);
     s.swapScope = parseSwapScope(j.value("swap", std::string(swapScopeName(SwapScope::Layer))));
     s.viewState = j.value("view_state", json::object());
+    if (j.contains("rank_decay")) s.rankDecay = rankdecay::RankDecaySettings::fromJson(j["rank_decay"]);
     const json ex = j.value("export", json::object());
     s.exportSettings.formats = ex.value("formats", s.exportSettings.formats);
     s.exportSettings.width = intField(ex, "width", s.exportSettings.width);

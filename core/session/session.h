@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/registry.h"
+#include "rankdecay/settings.h"
 #include "session/source.h"
 
 namespace tl {
@@ -45,6 +46,8 @@ struct Session {
   SwapScope swapScope = SwapScope::Layer;  // model sources only
   std::vector<std::string> views{"plan", "convergence", "cloud3d"};
   nlohmann::json viewState = nlohmann::json::object();  // per-view blocks, written by widgets
+  // What the Rank decay view computes (with `operators`), when `views` lists "rank_decay".
+  rankdecay::RankDecaySettings rankDecay;
   ExportSettings exportSettings;
 
   nlohmann::json toJson() const;

@@ -18,6 +18,7 @@
 #include "widgets/panels/source_panel.h"
 #include "widgets/shell/engine_bridge.h"
 #include "widgets/shell/view_factory.h"
+#include "widgets/views/rank_decay_view.h"
 
 namespace tl {
 namespace {
@@ -27,6 +28,16 @@ namespace {
 const std::map<std::string, std::string> kTabbedWith = {{"cls", "compare"}, {"prediction", "cloud3d"}};
 
 // A model session lists the model views, so `tlens render` of the saved session draws them too.
+bool listsView(const Session& session, const std::string& name) {
+  return std::find(session.views.begin(), session.views.end(), name) != session.views.end();
+}
+
+// The Engine computes rank decay only for sessions that list its view: the view's "live" switch.
+void setViewListed(Session& session, const std::string& name, bool listed) {
+  session.views.erase(std::remove(session.views.begin(), session.views.end(), name), session.views.end());
+  if (listed) session.views.push_back(name);
+}
+
 void includeModelViews(Session& session) {
   if (session.source.kind != SourceSpec::Kind::Model) return;
   for (const char* name : {"cls", "prediction"})
@@ -75,6 +86,13 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
     session_.device = device;
     submit();
   });
+  if (auto* rankDecay = qobject_cast<RankDecayView*>(view("rank_decay")))
+    connect(rankDecay, &RankDecayView::settingsEdited, this,
+            [this](const rankdecay::RankDecaySettings& settings, bool live) {
+              session_.rankDecay = settings;
+              setViewListed(session_, "rank_decay", live);
+              submit();
+            });
   loadSession(session, path);
 }
 
@@ -142,7 +160,10 @@ void MainWindow::buildDocks() {
 // or another primary family), so a tab the user picked stays up while sliders move.
 void MainWindow::raiseRelevantView(const SessionResult& result) {
   if (result.runs.empty()) return;
-  const std::string key = result.runs.size() > 1 ? std::string("compare") : result.runs.front().spec.family;
+  // Rank decay computes only when the user switched it on (or the session lists it): its tab comes first.
+  const std::string key = result.rankDecay            ? std::string("rank_decay")
+                          : result.runs.size() > 1    ? std::string("compare")
+                                                      : result.runs.front().spec.family;
   if (key == raisedFor_) return;
   raisedFor_ = key;
   // In a model session the [CLS] maps keep the bottom tabs; only turning compare mode on takes them over.
@@ -151,8 +172,10 @@ void MainWindow::raiseRelevantView(const SessionResult& result) {
   if (it == viewDocks_.end()) return;
   it->second->raise();
   // The bottom tabs hold wide, multi-panel figures: give them room when they come up.
-  if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < 420)
-    resizeDocks({it->second}, {420}, Qt::Vertical);
+  // (Rank decay's four panels and their legend need more than the others.)
+  const int wanted = key == "rank_decay" ? 560 : 420;
+  if (dockWidgetArea(it->second) == Qt::BottomDockWidgetArea && it->second->height() < wanted)
+    resizeDocks({it->second}, {wanted}, Qt::Vertical);
 }
 
 void MainWindow::raiseModelViews(bool model) {
@@ -236,6 +259,8 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   for (View* v : views_) {
     if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
   }
+  if (auto* rankDecay = qobject_cast<RankDecayView*>(view("rank_decay")))
+    rankDecay->setSettings(session_.rankDecay, listsView(session_, "rank_decay"));
   submit();
 }
 

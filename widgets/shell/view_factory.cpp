@@ -10,13 +10,14 @@
 #include "widgets/views/lot_view.h"
 #include "widgets/views/plan_heatmap_view.h"
 #include "widgets/views/prediction_view.h"
+#include "widgets/views/rank_decay_view.h"
 #include "widgets/vtk/cloud3d_view.h"
 
 namespace tl {
 
 const std::vector<std::string>& knownViews() {
   static const std::vector<std::string> names{"plan", "convergence", "cloud3d", "compare", "esp",
-                                              "lot", "banded", "certificates", "cls", "prediction"};
+                                              "lot", "banded", "certificates", "cls", "prediction", "rank_decay"};
   return names;
 }
 
@@ -31,6 +32,7 @@ std::unique_ptr<View> makeView(const std::string& name, QWidget* parent) {
   if (name == "certificates") return std::make_unique<CertificatesView>(parent);
   if (name == "cls") return std::make_unique<ClsMapView>(parent);
   if (name == "prediction") return std::make_unique<PredictionView>(parent);
+  if (name == "rank_decay") return std::make_unique<RankDecayView>(parent);
   std::string known;
   for (const auto& n : knownViews()) known += (known.empty() ? "" : ", ") + n;
   throw InvalidArgument("unknown view '" + name + "' (known views: " + known + ")");

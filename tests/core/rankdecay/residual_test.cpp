@@ -1,0 +1,99 @@
+// Residual machinery of docs/operators/rank-decay.md#residuals: oracles O-1, O-2, O-3, O-7, O-19.
+#include "rankdecay/residual.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "data/random.h"
+
+namespace tl::rankdecay {
+namespace {
+
+MatD gaussian(SeededRandom& rng, int rows, int cols, double sd = 1) {
+  MatD M(rows, cols);
+  for (Eigen::Index i = 0; i < M.size(); ++i) M.data()[i] = sd * rng.normal();
+  return M;
+}
+
+TEST(Residual, ConstantRowsHaveNoResidualAndShiftsLeaveItUnchanged) {  // O-1
+  SeededRandom rng(1);
+  const int n = 16;
+  const MatD x = gaussian(rng, 1, 8);
+  const MatD constant = MatD::Ones(n, 1) * x;
+  EXPECT_LE(spectralNorm(meanResidual(constant)), 1e-12 * std::sqrt(n) * (1 + x.norm()));
+  const MatD X = gaussian(rng, n, 8);
+  const MatD c = gaussian(rng, 1, 8);
+  EXPECT_LE((meanResidual(X + MatD::Ones(n, 1) * c) - meanResidual(X)).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LE((meanResidual(meanResidual(X)) - meanResidual(X)).cwiseAbs().maxCoeff(), 1e-14);  // idempotent
+}
+
+TEST(Residual, MeanIsTheSpectralArgmin) {  // O-2
+  SeededRandom rng(2);
+  const MatD X = gaussian(rng, 12, 5) + MatD::Ones(12, 1) * gaussian(rng, 1, 5, 3);
+  const double best = spectralNorm(meanResidual(X));
+  for (int k = 0; k < 300; ++k) {
+    const MatD y = gaussian(rng, 1, 5, 3);
+    EXPECT_LE(best, spectralNorm(X - MatD::Ones(12, 1) * y) + 1e-12);
+  }
+}
+
+TEST(Residual, SigmaRatioOfRankOneAndDiagonal) {  // O-3
+  SeededRandom rng(3);
+  const MatD rankOne = gaussian(rng, 10, 1) * gaussian(rng, 1, 10);
+  EXPECT_LE(sigmaRatio(rankOne), 1e-13);
+  MatD D = MatD::Zero(6, 6);
+  D(0, 0) = 1;
+  D(1, 1) = 1e-7;
+  EXPECT_NEAR(sigmaRatio(D), 1e-7, 1e-7 * 1e-12);
+}
+
+TEST(Residual, OutputRatioIsBetweenZeroAndOne) {
+  SeededRandom rng(4);
+  const MatD X = gaussian(rng, 9, 4) + MatD::Ones(9, 1) * gaussian(rng, 1, 4, 2);
+  const double rho = outputResidualRatio(X);
+  EXPECT_GT(rho, 0);
+  EXPECT_LE(rho, 1 + 1e-15);
+  EXPECT_EQ(outputResidualRatio(MatD::Zero(3, 3)), 0);
+}
+
+TEST(Residual, ProjectorOntoZeroMarginals) {  // O-7
+  SeededRandom rng(5);
+  const int n = 11;
+  const MatD Y = gaussian(rng, n, n), Z = gaussian(rng, n, n);
+  const MatD QY = projectZeroMarginals(Y);
+  const double scale = spectralNorm(Y);
+  EXPECT_LE(QY.rowwise().sum().cwiseAbs().maxCoeff(), 1e-13 * scale);
+  EXPECT_LE(QY.colwise().sum().cwiseAbs().maxCoeff(), 1e-13 * scale);
+  EXPECT_LE((projectZeroMarginals(QY) - QY).cwiseAbs().maxCoeff(), 1e-13 * scale);
+  EXPECT_NEAR(QY.cwiseProduct(Z).sum(), Y.cwiseProduct(projectZeroMarginals(Z)).sum(), 1e-12 * scale * Z.norm());
+  const MatD U = MatD::Identity(n, n) - MatD::Constant(n, n, 1.0 / n);
+  EXPECT_LE((QY - U * Y * U).cwiseAbs().maxCoeff(), 1e-13 * scale);
+  EXPECT_LE(QY.norm(), Y.norm());
+  // Q(R W Rᵀ) = R W Rᵀ for a centred R.
+  const MatD R = gaussian(rng, n, 4).rowwise() - gaussian(rng, n, 4).colwise().mean();
+  const MatD centred = R.rowwise() - R.colwise().mean();
+  const MatD A = centred * gaussian(rng, 4, 4) * centred.transpose();
+  EXPECT_LE((projectZeroMarginals(A) - A).norm(), 1e-12 * A.norm());
+}
+
+TEST(Residual, CompositeNormBoundsSpectralAndBreaksTriangle) {  // O-19
+  SeededRandom rng(6);
+  for (int k = 0; k < 100; ++k) {
+    const MatD A = gaussian(rng, 7, 7);
+    EXPECT_LE(spectralNorm(A), compositeNorm(A) + 1e-12);
+  }
+  MatD permutation = MatD::Zero(5, 5);
+  for (int i = 0; i < 5; ++i) permutation(i, (i + 2) % 5) = 1;
+  EXPECT_NEAR(spectralNorm(permutation), compositeNorm(permutation), 1e-14);
+  MatD A(2, 2), B(2, 2);
+  A << 1, 1, 0, 0;
+  B << 1, 0, 1, 0;
+  EXPECT_NEAR(compositeNorm(A), std::sqrt(2.0), 1e-15);
+  EXPECT_NEAR(compositeNorm(B), std::sqrt(2.0), 1e-15);
+  EXPECT_NEAR(compositeNorm(A + B), 3.0, 1e-15);
+  EXPECT_GT(compositeNorm(A + B), compositeNorm(A) + compositeNorm(B));
+}
+
+}  // namespace
+}  // namespace tl::rankdecay
