@@ -16,6 +16,7 @@ add_executable(tlens
   cli/reference_bench.cpp
   cli/train_command.cpp
   cli/terminal_progress.cpp
+  cli/asap_fit_command.cpp
 )
 # Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
 # `tlens train` checks its flags in every build and trains only when TL_WITH_TORCH is defined.

@@ -13,6 +13,7 @@ int compareCommand(const Args& args);
 int renderCommand(const Args& args);
 int benchCommand(const Args& args);
 int trainCommand(const Args& args);
+int asapFitCommand(const Args& args);
 // Checkpoint commands: built with LibTorch (TL_TORCH); otherwise they say so.
 int extractCommand(const Args& args);
 int evalCommand(const Args& args);
