@@ -32,24 +32,6 @@ CommandLine evalCommandLine() {
                      std::move(options), {{"CKPT", "checkpoint folder or weights file"}});
 }
 
-std::vector<int> parseLayers(const std::string& text, int numLayers) {
-  std::vector<int> layers;
-  if (text == "all") {
-    for (int l = 0; l < numLayers; ++l) layers.push_back(l);
-    return layers;
-  }
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(item) >= numLayers)
-      throw InvalidArgument("--layers: '" + item + "' is not a layer of this model; expected indices 0.." +
-                            std::to_string(numLayers - 1) + " or all");
-    layers.push_back(std::stoi(item));
-  }
-  if (layers.empty()) throw InvalidArgument("--layers: give at least one layer index, or all");
-  return layers;
-}
-
 }  // namespace
 
 int evalCommand(const Args& args) {

@@ -30,6 +30,8 @@ const std::map<std::string, CommandEntry>& commands() {
       {"train", {tl::cli::trainCommand, "train a ViT on Fashion-MNIST on the CPU, with checkpoints and --resume"}},
       {"extract", {tl::cli::extractCommand, "run a ViT checkpoint on an image; write logits and per-head Q, K, V, attention"}},
       {"eval", {tl::cli::evalCommand, "a checkpoint's accuracy; with --swap, another operator plugged into it"}},
+      {"asap-compile", {tl::cli::asapCompileCommand, "compile a Sinkhorn checkpoint into ASAP layers (calibration + fit)"}},
+      {"asap-eval", {tl::cli::asapEvalCommand, "frozen-layer table of compiled ASAP layers against their teacher"}},
       {"asap-fit", {tl::cli::asapFitCommand, "fit a compiled ASAP layer's beta to Sinkhorn teacher duals (.npy)"}},
   };
   return table;

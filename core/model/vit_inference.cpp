@@ -40,6 +40,15 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> learnedPivots(const Opera
   return std::make_pair(params["pivots"], params["mass_logits"]);
 }
 
+// A family with a `layer` parameter left at −1 (asap:compiled=DIR) runs with the layer it replaces
+// (docs/operators/asap.md#compiled-models).
+OperatorSpec atLayer(const OperatorSpec& spec, int layer) {
+  OperatorSpec resolved = OperatorRegistry::builtin().resolve(spec.family, spec.params);
+  const auto it = resolved.params.find("layer");
+  if (it != resolved.params.end() && it->second == ParamValue(-1LL)) it->second = ParamValue((long long)layer);
+  return resolved;
+}
+
 // One block's heads through a core registry operator, batch of one image: the CPU reference in double, or
 // on the GPU all heads in one launch (runOperatorBatch).
 class CoreAttention {
@@ -110,7 +119,7 @@ void runLayers(VitModel& model, torch::Tensor hidden, int fromLayer, const std::
     VitLayerTrace layerTrace;
     const auto swap = swaps.find(l);
     if (swap != swaps.end()) {
-      CoreAttention core(swap->second, layer, feedback, device);
+      CoreAttention core(atLayer(swap->second, l), layer, feedback, device);
       const AttentionOverride override = [&core](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
         return core(q, k, v);
       };
