@@ -32,6 +32,7 @@ CommandLine compileCommandLine() {
                   {"fit", "ls|kl", "least squares (default) or KL"},
                   {"lambda-b", "X", "ridge on the normalised risk (default 1e-4)"},
                   {"sequential", "", "calibrate each layer with the compiled layers before it in place"},
+                  {"shared", "", "one slice bank and one beta shared by every compiled layer, fitted on all of them"},
                   {"out", "DIR", "folder of the compiled model: asap.safetensors and asap.json"}});
   return CommandLine("asap-compile",
                      "Compile a Sinkhorn checkpoint into ASAP layers: fit one beta per layer to the teacher's duals on "
@@ -74,6 +75,7 @@ int compile(const CommandLine& cl) {
   if (const auto v = cl.get("fit")) o.fit = parseFitKind(*v);
   if (const auto v = cl.get("lambda-b")) o.lambdaB = parseReal("lambda-b", *v);
   o.sequential = cl.has("sequential");
+  o.shared = cl.has("shared");
   const VitRunner runner = VitRunner::open(checkpoint, importOptionsFrom(cl));
   if (const auto v = cl.get("layers")) o.layers = parseLayers(*v, runner.config().numLayers);
   CompiledAsap compiled;

@@ -70,11 +70,11 @@ void extractLayer(const VitLayerTrace& layer, int index, const SinkhornParams& t
   into.seconds[index] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-CompiledAsapLayer fitOne(int layer, std::vector<FitInstance>& instances, double extractionSeconds, int d,
-                         const AsapCompileOptions& o, double eps, Feedback& feedback) {
+CompiledAsapLayer fitOne(int layer, uint64_t seed, std::vector<FitInstance>& instances, double extractionSeconds,
+                         int d, const AsapCompileOptions& o, double eps, Feedback& feedback) {
   CompiledAsapLayer c;
   c.layer = layer;
-  c.seed = o.seed + uint64_t(layer);
+  c.seed = seed;
   c.slices = sliceDirections({Slicer::Random, o.L, c.seed, {}}, d);
   const LayerFit fit = fitLayer(instances, c.slices, {eps, MaskMode::Subsequence}, o.lambdaB, o.fit, feedback);
   c.beta = fit.beta;
@@ -106,6 +106,8 @@ CompiledAsap compileAsap(const VitRunner& runner, const std::string& checkpoint,
   const std::vector<int> layers = layersToCompile(o.layers, config.numLayers);
   if (o.L < 1) throw InvalidArgument("--slices must be a positive number of slices");
   if (o.out.empty()) throw InvalidArgument("asap-compile needs an output folder");
+  if (o.shared && o.sequential)
+    throw InvalidArgument("--shared fits one beta on every layer at once; it cannot be combined with --sequential");
   const FashionMnistSplit split = loadFashionMnist(calibration.part);
   if (calibration.last >= split.count)
     throw InvalidArgument("--calib asks for image " + std::to_string(calibration.last) + " but the split has " +
@@ -119,6 +121,7 @@ CompiledAsap compileAsap(const VitRunner& runner, const std::string& checkpoint,
   compiled.eps = teacher.eps;
   compiled.closing = compiled.T % 2 == 0 ? "column" : "row";
   compiled.sequential = o.sequential;
+  compiled.shared = o.shared;
 
   const int images = calibration.last - calibration.first + 1;
   const size_t pixels = size_t(FashionMnistSplit::kRows) * FashionMnistSplit::kCols;
@@ -149,15 +152,32 @@ CompiledAsap compileAsap(const VitRunner& runner, const std::string& checkpoint,
   if (o.sequential) {
     for (int l : layers) {
       Extraction e = extract({l}, "layer " + std::to_string(l) + ": ");
-      compiled.layers.push_back(fitOne(l, e.instances[l], e.seconds[l], d, o, teacher.eps, fitting));
+      compiled.layers.push_back(fitOne(l, o.seed + uint64_t(l), e.instances[l], e.seconds[l], d, o, teacher.eps, fitting));
       compiled.roundToStoredPrecision();
       saveCompiledAsap(o.out, compiled);  // the next layer's swaps read it
     }
+  } else if (o.shared) {  // the "shared coefficients" design: every layer's instances in one fit
+    Extraction e = extract(layers, "");
+    std::vector<FitInstance> pooled;
+    double seconds = 0;
+    for (int l : layers) {
+      pooled.insert(pooled.end(), e.instances[l].begin(), e.instances[l].end());
+      e.instances[l].clear();
+      seconds += e.seconds[l];
+    }
+    feedback.setProgress(1.0, "fitting the shared layer");
+    const CompiledAsapLayer shared = fitOne(layers.front(), o.seed, pooled, seconds, d, o, teacher.eps, fitting);
+    for (int l : layers) {
+      compiled.layers.push_back(shared);
+      compiled.layers.back().layer = l;
+    }
+    compiled.roundToStoredPrecision();
+    saveCompiledAsap(o.out, compiled);
   } else {
     Extraction e = extract(layers, "");
     for (int l : layers) {
       feedback.setProgress(1.0, "fitting layer " + std::to_string(l));
-      compiled.layers.push_back(fitOne(l, e.instances[l], e.seconds[l], d, o, teacher.eps, fitting));
+      compiled.layers.push_back(fitOne(l, o.seed + uint64_t(l), e.instances[l], e.seconds[l], d, o, teacher.eps, fitting));
     }
     compiled.roundToStoredPrecision();
     saveCompiledAsap(o.out, compiled);

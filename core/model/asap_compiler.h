@@ -24,6 +24,7 @@ struct AsapCompileOptions {
   FitKind fit = FitKind::Ls;
   double lambdaB = 1e-4;
   bool sequential = false;
+  bool shared = false;  // one slice bank (seed) and one β for every compiled layer, fitted on all of them
   std::string out;  // folder of the compiled model (written when done; after every layer when sequential)
 };
 

@@ -60,6 +60,19 @@ TEST_F(TlensAsapModel, SequentialCalibrationSeesTheCompiledLayersUpstream) {
   EXPECT_NE(a.at("layers")[1].at("r2"), b.at("layers")[1].at("r2"));
 }
 
+TEST_F(TlensAsapModel, SharedCoefficientsFitOneLayerForAll) {
+  const std::string out = scratchDir("asap_shared");
+  const auto manifest = compile(out, {"--shared"});
+  EXPECT_TRUE(manifest.at("shared").get<bool>());
+  const auto& layers = manifest.at("layers");
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].at("seed"), layers[1].at("seed"));
+  EXPECT_EQ(layers[0].at("rows"), 2 * 64 * 2 * 5);  // both layers' rows in one fit
+  EXPECT_DOUBLE_EQ(layers[0].at("lambda").get<double>(), 1280 * 1e-4);
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"asap-compile", kSinkhornVit, "--shared", "--sequential", "--out", out}), 2,
+                                    {"--shared"}));
+}
+
 TEST_F(TlensAsapModel, EvalSwapsTheCompiledLayersIn) {
   const std::string out = scratchDir("asap_for_eval");
   compile(out);

@@ -73,7 +73,8 @@ void saveCompiledAsap(const std::string& dir, const CompiledAsap& c) {
                                    {"checkpoint", c.checkpoint},     {"calibration", c.calibration},
                                    {"teacher", c.teacher},           {"T", c.T},
                                    {"eps", c.eps},                   {"closing", c.closing},
-                                   {"sequential", c.sequential},     {"tensors", "asap.safetensors"},
+                                   {"sequential", c.sequential},     {"shared", c.shared},
+                                   {"tensors", "asap.safetensors"},
                                    {"layers", layers}};
   writeFileAtomically(dir + kManifestFile, manifest.dump(1) + "\n");
 }
@@ -97,6 +98,7 @@ CompiledAsap loadCompiledAsap(const std::string& dir) {
     c.eps = j.at("eps").get<double>();
     c.closing = j.at("closing").get<std::string>();
     c.sequential = j.at("sequential").get<bool>();
+    c.shared = j.value("shared", false);  // absent: per-layer fits
     for (const auto& e : j.at("layers")) {
       CompiledAsapLayer l;
       l.layer = e.at("layer").get<int>();

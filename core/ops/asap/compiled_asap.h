@@ -34,6 +34,7 @@ struct CompiledAsap {
   double eps = 1;
   std::string closing;  // "column" (even T) or "row" (odd T)
   bool sequential = false;
+  bool shared = false;  // one slice bank and β for every layer ("shared coefficients")
   std::vector<CompiledAsapLayer> layers;  // ascending layer index
 
   const CompiledAsapLayer& at(int layer) const;  // InvalidArgument naming the compiled layers
