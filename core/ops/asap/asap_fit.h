@@ -3,7 +3,7 @@
 // (docs/operators/asap.md#fitting), in float64:
 //   LS  β = argmin (1/n_rows) Σ ‖Φ_m β − f̄_m‖² + λ_B ‖β‖²   (streaming normal equations; Cholesky, or
 //       column-pivoted QR when λ_B = 0); the implementation ridge of the stacked solve is λ = n_rows·λ_B,
-//       n_rows = number of stacked regression rows over every head instance (docs/operators/asap.md#ridge).
+//       n_rows = number of stacked regression rows over every head instance (docs/operators/asap.md#least-squares).
 //   KL  J(β) = (1/N) Σ_m [ eps Σ_{j∈J} ν_j LSE_i((S_ij + (Φ_mβ)_i − a_i)/eps) − ⟨r_m, Φ_m β⟩ ] + (λ_B/2)‖β‖²
 //       with r_m the row sums of the teacher's one-sided plan P(u, K(u)) (transport scale), minimised by
 //       Newton with backtracking from the LS solution, L-BFGS as fallback, until ‖∇J‖ < 1e-8.
