@@ -6,7 +6,6 @@
 #include "common/errors.h"
 #include "ops/asap/asap_fit.h"
 #include "ops/asap/sliced_potentials.h"
-#include "ops/log_domain.h"
 #include "ops/subsequence.h"
 
 namespace tl {

@@ -8,7 +8,6 @@
 
 #include "common/errors.h"
 #include "ops/asap/asap_fit.h"
-#include "ops/log_domain.h"
 
 namespace tl {
 namespace {
