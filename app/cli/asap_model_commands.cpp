@@ -1,10 +1,8 @@
 // `tlens asap-compile` and `tlens asap-eval` (docs/cli.md#asap-compile, #asap-eval): the ASAP compiler on a
 // Sinkhorn checkpoint and its frozen-layer replacement table. core/model computes everything; this file
 // parses the flags, prints and writes the reports.
-#include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,6 @@
 // flags, prints the table and writes the JSON report.
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 

@@ -66,5 +66,4 @@ std::vector<int> parseLayers(const std::string& text, int numLayers) {
   return layers;
 }
 
-
 }  // namespace tl::cli

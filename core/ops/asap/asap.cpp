@@ -6,9 +6,9 @@
 
 #include "common/errors.h"
 #include "io/npy_cache.h"
-#include "ops/asap/compiled_asap.h"
 #include "ops/asap/asap_device.h"
 #include "ops/asap/asap_steps.h"
+#include "ops/asap/compiled_asap.h"
 #include "ops/asap/sliced_potentials.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
