@@ -51,13 +51,17 @@ QCPGraph* addPoints(QCPAxisRect* rect, const QColor& color, double size) {
   return g;
 }
 
-QCPLegend* addLegend(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items, Qt::Alignment where) {
+// Below the panel (its cell's row 2), two entries a row: inside a small panel a legend would hide the data.
+void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items) {
+  auto* cell = static_cast<QCPLayoutGrid*>(rect->layout());
   auto* legend = new QCPLegend;
-  rect->insetLayout()->addElement(legend, where);
+  cell->addElement(2, 0, legend);
   legend->setFont(QFont("DejaVu Sans", 8));
-  legend->setBrush(QColor(255, 255, 255, 220));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(2);
   for (QCPAbstractPlottable* p : items) legend->addItem(new QCPPlottableLegendItem(legend, p));
-  return legend;
+  cell->setRowStretchFactors({0.01, 1, 0.01});
 }
 
 QVector<double> toQVector(const VecD& v) { return QVector<double>(v.data(), v.data() + v.size()); }
@@ -123,6 +127,7 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   layout->addWidget(readout_);
 
   QCPLayoutGrid* grid = makePlot(content, tr("ASAP / sliced potentials"), QSize(900, 480), captionFont());
+  plot_->setAutoAddPlottableToLegend(false);  // each panel has its own legend
   auto* top = new QCPLayoutGrid;
   auto* bottom = new QCPLayoutGrid;
   grid->addElement(0, 0, top);
@@ -138,14 +143,14 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   bandLow_->setName(tr("f̄ ± δ"));
   scatter_ = addPoints(scatterRect_, rowColor(), 5);
   scatter_->setName(tr("tokens"));
-  addLegend(scatterRect_, {scatter_, diagonal_, bandLow_}, Qt::AlignTop | Qt::AlignLeft);
+  addLegendBelow(scatterRect_, {scatter_, diagonal_, bandLow_});
 
   matchingRect_ = addTitledRect(plot_, top, 1, tr("projection onto θ_l"), QString(), &matchingTitle_);
   QCPAxis* side = matchingRect_->axis(QCPAxis::atLeft);
   side->setRange(-0.4, 1.4);
   QSharedPointer<QCPAxisTickerText> sides(new QCPAxisTickerText);
-  sides->addTick(1, tr("queries x"));
-  sides->addTick(0, tr("keys y"));
+  sides->addTick(1, tr("x (q)"));
+  sides->addTick(0, tr("y (k)"));
   side->setTicker(sides);
   side->grid()->setVisible(false);
   queries_ = addPoints(matchingRect_, rowColor(), 6);
@@ -153,14 +158,14 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
 
   QCPTextElement* potentialTitle = nullptr;
   potentialRect_ = addTitledRect(plot_, top, 2, tr("z (projection onto θ_l)"), tr("potential"), &potentialTitle);
-  potentialTitle->setText(tr("1-D potential and its interpolant"));
+  potentialTitle->setText(tr("1-D potential along θ_l"));
   potentialCurve_ = addLine(potentialRect_, rowColor(), Qt::DotLine);
-  potentialCurve_->setName(tr("f^θ(z) (convex extension)"));
+  potentialCurve_->setName(tr("f^θ(z), extended"));
   interpolant_ = addLine(potentialRect_, QColor(44, 160, 44), Qt::SolidLine, 1.6);
-  interpolant_->setName(tr("φ(z) = ½z² − f^θ(z), piecewise linear"));
+  interpolant_->setName(tr("φ = ½z² − f^θ (piecewise linear)"));
   potentialPoints_ = addPoints(potentialRect_, rowColor(), 5);
   potentialPoints_->setName(tr("f^θ(x_i)"));
-  addLegend(potentialRect_, {potentialPoints_, potentialCurve_, interpolant_}, Qt::AlignTop | Qt::AlignHCenter);
+  addLegendBelow(potentialRect_, {potentialPoints_, potentialCurve_, interpolant_});
 
   phiMap_ = addMatrixMap(plot_, top, 0, 3, tr("token i"), tr("slice l"), divergingGradient());
   top->setColumnStretchFactors({1.1, 1.1, 1.1, 1});
@@ -306,9 +311,9 @@ void AsapView::drawScatter() {
   bandHigh_->setData(ends, {ends[0] + d, ends[1] + d}, true);
   scatterRect_->axis(QCPAxis::atBottom)->setRange(lo - pad, hi + pad);
   scatterRect_->axis(QCPAxis::atLeft)->setRange(lo - pad, hi + pad);
-  scatterTitle_->setText(tr("dual fit: R² = %1, δ = %2, band e^{±2δ/ε} = [%3, %4]")
-                             .arg(scatterR2(), 0, 'f', 4).arg(d, 0, 'g', 3)
-                             .arg(1.0 / fit.planRatioBound(), 0, 'g', 3).arg(fit.planRatioBound(), 0, 'g', 3));
+  scatterTitle_->setText(tr("dual fit: R² = %1, δ = %2").arg(scatterR2(), 0, 'f', 4).arg(d, 0, 'g', 3));
+  bandLow_->setName(tr("f̄ ± δ: plan ratios in [%1, %2]")
+                        .arg(1.0 / fit.planRatioBound(), 0, 'g', 3).arg(fit.planRatioBound(), 0, 'g', 3));
 }
 
 void AsapView::drawSlice() {
@@ -331,14 +336,14 @@ void AsapView::drawSlice() {
   }
   const double lo = s.grid(0), hi = s.grid(s.grid.size() - 1);
   matchingRect_->axis(QCPAxis::atBottom)->setRange(lo, hi);
-  matchingTitle_->setText(tr("slice θ_%1: sorted matching of %2 queries and keys").arg(l).arg(s.x.size()));
+  matchingTitle_->setText(tr("slice θ_%1: sorted matching").arg(l));
   potentialPoints_->setData(toQVector(s.x), toQVector(s.potential));
   potentialCurve_->setData(toQVector(s.grid), toQVector(s.potentialCurve), true);
   interpolant_->setData(toQVector(s.grid), toQVector(s.interpolant), true);
   potentialRect_->axis(QCPAxis::atBottom)->setRange(lo, hi);
   const double vlo = std::min(s.potentialCurve.minCoeff(), s.interpolant.minCoeff());
   const double vhi = std::max(s.potentialCurve.maxCoeff(), s.interpolant.maxCoeff());
-  potentialRect_->axis(QCPAxis::atLeft)->setRange(vlo - 0.05 * (vhi - vlo + 1e-9), vhi + 0.25 * (vhi - vlo + 1e-9));
+  potentialRect_->axis(QCPAxis::atLeft)->setRange(vlo - 0.05 * (vhi - vlo + 1e-9), vhi + 0.05 * (vhi - vlo + 1e-9));
 }
 
 void AsapView::drawPlans() {
@@ -358,7 +363,7 @@ void AsapView::drawPlans() {
   comparisonMap_.title->setText(comparisonBox_->currentText());
   const double phiMax = std::max(fit.phi.cwiseAbs().maxCoeff(), 1e-12);
   fillMatrixMap(phiMap_, fit.phi, -phiMax, phiMax);
-  phiMap_.title->setText(tr("features Φ (%1 tokens × %2 slices)").arg(fit.phi.rows()).arg(fit.phi.cols()));
+  phiMap_.title->setText(tr("features Φ (%1 × %2)").arg(fit.phi.rows()).arg(fit.phi.cols()));
 }
 
 double AsapView::scatterR2() const {
