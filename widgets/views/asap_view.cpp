@@ -156,9 +156,7 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   queries_ = addPoints(matchingRect_, rowColor(), 6);
   keys_ = addPoints(matchingRect_, colColor(), 6);
 
-  QCPTextElement* potentialTitle = nullptr;
-  potentialRect_ = addTitledRect(plot_, top, 2, tr("z (projection onto θ_l)"), tr("potential"), &potentialTitle);
-  potentialTitle->setText(tr("1-D potential along θ_l"));
+  potentialRect_ = addTitledRect(plot_, top, 2, tr("z (projection onto θ_l)"), tr("potential"), &potentialTitle_);
   potentialCurve_ = addLine(potentialRect_, rowColor(), Qt::DotLine);
   potentialCurve_->setName(tr("f^θ(z), extended"));
   interpolant_ = addLine(potentialRect_, QColor(44, 160, 44), Qt::SolidLine, 1.6);
@@ -337,6 +335,7 @@ void AsapView::drawSlice() {
   const double lo = s.grid(0), hi = s.grid(s.grid.size() - 1);
   matchingRect_->axis(QCPAxis::atBottom)->setRange(lo, hi);
   matchingTitle_->setText(tr("slice θ_%1: sorted matching").arg(l));
+  potentialTitle_->setText(tr("1-D potential along θ_%1").arg(l));
   potentialPoints_->setData(toQVector(s.x), toQVector(s.potential));
   potentialCurve_->setData(toQVector(s.grid), toQVector(s.potentialCurve), true);
   interpolant_->setData(toQVector(s.grid), toQVector(s.interpolant), true);

@@ -72,6 +72,7 @@ class AsapView : public FamilyView {
   QCPGraph* queries_ = nullptr;
   QCPGraph* keys_ = nullptr;
   QCPAxisRect* potentialRect_ = nullptr;
+  QCPTextElement* potentialTitle_ = nullptr;
   QCPGraph* potentialPoints_ = nullptr;
   QCPGraph* potentialCurve_ = nullptr;
   QCPGraph* interpolant_ = nullptr;
