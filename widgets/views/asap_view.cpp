@@ -241,6 +241,8 @@ void AsapView::refit() {
     if (result_) emit redrawn(requestId);
     return;
   }
+  stale_ = parentWidget() && !isVisible();
+  if (stale_) return;
   const AsapInspectionSettings settings = wantedSettings(SinkhornParams::from(run->spec.params));
   auto input = result_->input;
   const uint64_t generation = generation_;
@@ -267,6 +269,11 @@ void AsapView::refit() {
         },
         Qt::QueuedConnection);
   });
+}
+
+void AsapView::showEvent(QShowEvent* event) {
+  FamilyView::showEvent(event);
+  if (stale_) refit();
 }
 
 void AsapView::finishPending() {

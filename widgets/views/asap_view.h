@@ -4,7 +4,8 @@
 // draws the dual scatter f̂ against f̄ with R², δ and the plan-ratio band e^{±2δ/eps}, one slice's 1-D
 // problem (projected queries and keys, the sorted matching, the potential f^θ and the piecewise-linear φ),
 // the feature matrix Φ, and the teacher, ASAP and ASAP-0 plans with a log-ratio or difference map. The
-// sliders (slices L, λ_B) refit on a worker thread; the figure exports as png/svg/pdf and the duals as csv.
+// sliders (slices L, λ_B) refit on a worker thread, and only while the view is visible in the main window;
+// the figure exports as png/svg/pdf and the duals as csv.
 #include <QThreadPool>
 #include <memory>
 
@@ -46,6 +47,8 @@ class AsapView : public FamilyView {
  private:
   AsapInspectionSettings wantedSettings(const SinkhornParams& teacher) const;
   void refit();
+  // In the main window a hidden tab does not fit; it refits when shown (headless views always fit).
+  void showEvent(QShowEvent* event) override;
   void showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId);
   void drawScatter();
   void drawSlice();
@@ -80,6 +83,7 @@ class AsapView : public FamilyView {
 
   QThreadPool worker_;  // one fit at a time; a newer request drops the queued one
   uint64_t generation_ = 0;
+  bool stale_ = false;  // a fit was skipped while the view was hidden
   std::shared_ptr<const AsapInspection> inspection_;
   std::shared_ptr<const AttentionInput<double>> fittedInput_;  // the input inspection_ was fitted on
 };

@@ -53,12 +53,13 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   AsapInspection r;
   r.settings = settings;
   r.closing = settings.teacher.T % 2 == 0 ? Closing::Column : Closing::Row;
-  r.teacherPlan = sinkhornAttention(input, settings.teacher).plan.dense();
-  // The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1 (the final u of a
-  // column-ending teacher) or after step T − 2 (row-ending).
+  const PlanResult<double> teacher = sinkhornAttention(input, settings.teacher);
+  r.teacherPlan = teacher.plan.dense();
+  // The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u
+  // of a column-ending teacher, or after step T − 2 (row-ending).
   SinkhornParams extraction = settings.teacher;
-  if (extraction.T % 2 == 1) extraction.T -= 2;
-  const VecD dual = sinkhornAttention(input, extraction).u;
+  extraction.T -= 2;
+  const VecD dual = r.closing == Closing::Column ? teacher.u : sinkhornAttention(input, extraction).u;
 
   r.slices = sliceDirections({Slicer::Random, settings.L, settings.seed, {}}, input.headDim());
   const FitInstance instance{input.Q, input.K, dual, input.mask};

@@ -3,6 +3,7 @@
 // core's value for the new L, another primary operator gets a message, and `tlens render`'s path
 // (renderFigures) exports the figure and the dual table.
 #include <QComboBox>
+#include <QDockWidget>
 #include <QSlider>
 #include <algorithm>
 #include <sstream>
@@ -36,6 +37,10 @@ class AsapViewTest : public ::testing::Test {
     window_->show();
     view_ = dynamic_cast<AsapView*>(window_->view("asap"));
     ASSERT_NE(view_, nullptr);
+    ASSERT_TRUE(test::waitUntil([&] { return window_->lastResult() != nullptr; }));
+    // A hidden tab does not fit; raising it does.
+    EXPECT_EQ(view_->inspection(), nullptr);
+    window_->findChild<QDockWidget*>("asapDock")->raise();
     ASSERT_TRUE(test::waitUntil([&] { return window_->lastResult() && view_->inspection(); }));
   }
 
