@@ -7,7 +7,6 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
-#include <chrono>
 #include <cmath>
 #include <sstream>
 
@@ -178,13 +177,13 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   setContent(content);
   updateSliderLabels();
 
-  const auto refitWhenSettled = [this] {
+  const auto refitWithNewSettings = [this] {
     updateSliderLabels();
     refit();
   };
-  connect(slicesSlider_, &QSlider::valueChanged, this, refitWhenSettled);
-  connect(lambdaSlider_, &QSlider::valueChanged, this, refitWhenSettled);
-  connect(fitBox_, &QComboBox::currentIndexChanged, this, refitWhenSettled);
+  connect(slicesSlider_, &QSlider::valueChanged, this, refitWithNewSettings);
+  connect(lambdaSlider_, &QSlider::valueChanged, this, refitWithNewSettings);
+  connect(fitBox_, &QComboBox::currentIndexChanged, this, refitWithNewSettings);
   connect(sliceBox_, &QSpinBox::valueChanged, this, [this] {
     drawSlice();
     plot_->replot();
