@@ -358,9 +358,15 @@ void AsapView::drawPlans() {
   fillMatrixMap(teacherMap_, fit.teacherPlan, 0, hi);
   fillMatrixMap(asapMap_, fit.asapPlan, 0, hi);
   fillMatrixMap(asap0Map_, fit.asap0Plan, 0, hi);
-  teacherMap_.title->setText(tr("teacher: Sinkhorn T = %1").arg(fit.settings.teacher.T));
-  asapMap_.title->setText(tr("ASAP (two-sided, %1 closing)").arg(closingName(fit.closing)));
-  asap0Map_.title->setText(tr("ASAP-0 (exact columns)"));
+  const auto errors = [](const MarginalErrors& e) {
+    return tr("max row / col error %1 / %2").arg(e.rowMax, 0, 'g', 2).arg(e.colMax, 0, 'g', 2);
+  };
+  teacherMap_.title->setText(tr("teacher: Sinkhorn T = %1\n%2").arg(fit.settings.teacher.T).arg(errors(fit.teacherErrors)));
+  asapMap_.title->setText(tr("ASAP (two-sided, %1 closing): rel. error %2\n%3")
+                              .arg(closingName(fit.closing)).arg(fit.asapRelativeError, 0, 'g', 3)
+                              .arg(errors(fit.asapErrors)));
+  asap0Map_.title->setText(tr("ASAP-0: rel. error %1\n%2").arg(fit.asap0RelativeError, 0, 'g', 3)
+                               .arg(errors(fit.asap0Errors)));
   const int kind = comparisonBox_->currentIndex();
   const MatD c = comparison(fit, kind);
   const double m = std::max(c.cwiseAbs().maxCoeff(), 1e-12);

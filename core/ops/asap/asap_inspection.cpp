@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "analysis/plan_distance.h"
 #include "common/errors.h"
 #include "ops/asap/sliced_potentials.h"
 #include "ops/slicers.h"
@@ -33,7 +34,7 @@ std::vector<Eigen::Index> tokensInUse(const AttentionInput<double>& input) {
   return all;
 }
 
-MatD asapPlan(const AttentionInput<double>& input, const AsapInspection& r, AsapVariant variant) {
+PlanResult<double> asapPlan(const AttentionInput<double>& input, const AsapInspection& r, AsapVariant variant) {
   AsapParams p;
   p.variant = variant;
   p.closing = r.closing;
@@ -41,7 +42,7 @@ MatD asapPlan(const AttentionInput<double>& input, const AsapInspection& r, Asap
   p.maskMode = r.settings.teacher.maskMode;
   p.slices = r.slices;
   p.beta = r.beta;
-  return asapAttention(input, p).plan.dense();
+  return asapAttention(input, p);
 }
 
 }  // namespace
@@ -55,6 +56,7 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   r.closing = settings.teacher.T % 2 == 0 ? Closing::Column : Closing::Row;
   const PlanResult<double> teacher = sinkhornAttention(input, settings.teacher);
   r.teacherPlan = teacher.plan.dense();
+  r.teacherErrors = teacher.errors;
   // The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u
   // of a column-ending teacher, or after step T − 2 (row-ending).
   SinkhornParams extraction = settings.teacher;
@@ -80,8 +82,14 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   r.target = takeRows(MatD(e.target), rows);
   r.phi = takeRows(e.phi, rows);
 
-  r.asapPlan = asapPlan(input, r, AsapVariant::TwoSided);
-  r.asap0Plan = asapPlan(input, r, AsapVariant::Asap0);
+  const PlanResult<double> asap = asapPlan(input, r, AsapVariant::TwoSided);
+  const PlanResult<double> asap0 = asapPlan(input, r, AsapVariant::Asap0);
+  r.asapPlan = asap.plan.dense();
+  r.asap0Plan = asap0.plan.dense();
+  r.asapErrors = asap.errors;
+  r.asap0Errors = asap0.errors;
+  r.asapRelativeError = relativeFrobenius(r.asapPlan, r.teacherPlan);
+  r.asap0RelativeError = relativeFrobenius(r.asap0Plan, r.teacherPlan);
   return r;
 }
 

@@ -32,8 +32,11 @@ struct AsapInspection {
   // f̂ = Φβ and the teacher's f̄.
   VecD fitted, target;
   MatD phi;  // Φ, tokens in use × L
-  // Attention-scale plans A = n·P on the whole input (padded rows and columns 0).
+  // Attention-scale plans A = n·P on the whole input (padded rows and columns 0), their marginal errors, and
+  // the ASAP plans' distance to the teacher's, ‖A − A^T‖_F/‖A^T‖_F.
   MatD teacherPlan, asapPlan, asap0Plan;
+  MarginalErrors teacherErrors, asapErrors, asap0Errors;
+  double asapRelativeError = 0, asap0RelativeError = 0;
 
   // Plan ratios P^ASAP-0 / P^teacher lie in [1/bound, bound] with bound = e^{2δ/eps} (dual stability, B.8).
   double planRatioBound() const;

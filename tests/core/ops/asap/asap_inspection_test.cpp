@@ -73,8 +73,15 @@ TEST(AsapInspection, Asap0PlanStaysInsideThePlanRatioBand) {
   const MatD ratio = r.asap0Plan.array() / r.teacherPlan.array();
   EXPECT_LE(ratio.maxCoeff(), bound * (1 + 1e-12));
   EXPECT_GE(ratio.minCoeff(), (1 - 1e-12) / bound);
-  // The two-sided plan has the column-ending teacher's exact columns.
+  // The two-sided plan has the column-ending teacher's exact columns, and so has ASAP-0; the reported errors
+  // are those of the drawn plans.
   EXPECT_LE((r.asapPlan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_LE(r.asapErrors.colMax, 1e-12);
+  EXPECT_LE(r.asap0Errors.colMax, 1e-12);
+  EXPECT_NEAR(r.asap0Errors.rowMax, (r.asap0Plan.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_NEAR(r.asapRelativeError, (r.asapPlan - r.teacherPlan).norm() / r.teacherPlan.norm(), 1e-12);
+  EXPECT_NEAR(r.asap0RelativeError, (r.asap0Plan - r.teacherPlan).norm() / r.teacherPlan.norm(), 1e-12);
+  EXPECT_GT(r.asap0RelativeError, 0.0);
 }
 
 TEST(AsapInspection, SliceInspectorIsTheFeatureColumnsOneDimensionalProblem) {
