@@ -8,6 +8,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <cmath>
+#include <exception>
 #include <sstream>
 
 #include "common/errors.h"
@@ -250,7 +251,7 @@ void AsapView::refit() {
     QString error;
     try {
       fit = std::make_shared<const AsapInspection>(inspectAsap(*input, settings));
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // tl::Error for inputs the fit refuses; anything else is reported too
       error = QString::fromStdString(e.what());
     }
     QMetaObject::invokeMethod(
@@ -292,10 +293,15 @@ void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t reque
     sliceBox_->setRange(0, s.L - 1);
   }
   const double bound = inspection_->planRatioBound();
-  readout_->setText(tr("R² = <b>%1</b> · δ = ‖f̂ − f̄‖<sub>∞</sub> = <b>%2</b> · plan ratios P<sub>ASAP-0</sub>/P<sub>teacher</sub> "
-                       "within e<sup>±2δ/ε</sup> = [<b>%3</b>, <b>%4</b>] · %5 tokens")
+  // Dual stability bounds ASAP-0 against the plan of the exact dual: the teacher's only when it ends on columns.
+  const QString band = inspection_->closing == Closing::Column
+                           ? tr("plan ratios P<sub>ASAP-0</sub>/P<sub>teacher</sub> within")
+                           : tr("dual-stability band (to the T − 1 plan)");
+  readout_->setText(tr("R² = <b>%1</b> · δ = ‖f̂ − f̄‖<sub>∞</sub> = <b>%2</b> · %6 "
+                       "e<sup>±2δ/ε</sup> = [<b>%3</b>, <b>%4</b>] · %5 tokens")
                         .arg(inspection_->quality.r2, 0, 'f', 4).arg(inspection_->quality.delta, 0, 'g', 3)
-                        .arg(1.0 / bound, 0, 'g', 3).arg(bound, 0, 'g', 3).arg(inspection_->fitted.size()));
+                        .arg(1.0 / bound, 0, 'g', 3).arg(bound, 0, 'g', 3).arg(inspection_->fitted.size())
+                        .arg(band));
   drawScatter();
   drawSlice();
   drawPlans();
