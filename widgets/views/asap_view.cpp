@@ -134,7 +134,8 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   grid->addElement(1, 0, bottom);
   grid->setRowSpacing(10);
 
-  scatterRect_ = addTitledRect(plot_, top, 0, tr("teacher dual f̄_i (cost units, centred)"), tr("fitted dual f̂_i = (Φβ)_i"),
+  scatterRect_ = addTitledRect(plot_, top, 0, tr("teacher dual f̄_i (cost units, centred)"),
+                               tr("fitted dual f̂_i = (Φβ)_i"),
                                &scatterTitle_);
   diagonal_ = addLine(scatterRect_, QColor(90, 90, 90));
   diagonal_->setName(tr("f̂ = f̄"));
@@ -367,7 +368,8 @@ void AsapView::drawPlans() {
   const auto errors = [](const MarginalErrors& e) {
     return tr("max row / col error %1 / %2").arg(e.rowMax, 0, 'g', 2).arg(e.colMax, 0, 'g', 2);
   };
-  teacherMap_.title->setText(tr("teacher: Sinkhorn T = %1\n%2").arg(fit.settings.teacher.T).arg(errors(fit.teacherErrors)));
+  teacherMap_.title->setText(
+      tr("teacher: Sinkhorn T = %1\n%2").arg(fit.settings.teacher.T).arg(errors(fit.teacherErrors)));
   asapMap_.title->setText(tr("ASAP (two-sided, %1 closing): rel. error %2\n%3")
                               .arg(closingName(fit.closing)).arg(fit.asapRelativeError, 0, 'g', 3)
                               .arg(errors(fit.asapErrors)));
