@@ -23,11 +23,13 @@ add_executable(tlens
   cli/terminal_progress.cpp
   cli/rank_decay_command.cpp
   cli/rank_decay_figures.cpp
+  cli/asap_fit_command.cpp
 )
 # Checkpoint commands need the model layer (LibTorch); without it model_commands_unavailable.cpp answers.
 # `tlens train` checks its flags in every build and trains only when TL_WITH_TORCH is defined.
 if(TL_TORCH)
   target_sources(tlens PRIVATE cli/model_options.cpp cli/extract_command.cpp cli/eval_command.cpp
+                               cli/asap_model_commands.cpp
                                cli/training_bench.cpp cli/load_bench.cpp)
   target_link_libraries(tlens PRIVATE tl_model)
   target_compile_definitions(tlens PRIVATE TL_WITH_TORCH=1)

@@ -15,6 +15,7 @@
 #include "backward_bench.h"
 #include "bench_common.h"
 #include "commands.h"
+#include "ops/asap/compiled_asap.h"
 #include "common/errors.h"
 #include "common/parallel.h"
 #include "cpu_floor.h"
@@ -75,7 +76,8 @@ AttentionInput<T> gaussianHead(int n, int d, uint64_t seed) {
 
 // File parameters the bench makes itself (deterministic, seed = position of the --op), written as .npy into
 // `dir` so that the C++ operator and the reference read the same arrays: ASAP's compiled layer (L = 32 unit
-// slice directions, β ~ N(0, 1/L)) unless slices+beta or a dual are given; LOT's pivots (r×d ~ N(0, 1/d))
+// slice directions, β ~ N(0, 1/L)) unless slices+beta or a dual are given (compiled=DIR,layer=l: that layer's
+// slices and β); LOT's pivots (r×d ~ N(0, 1/d))
 // and mass logits (~ N(0, 1/4)) unless pivot_init=file already names them.
 void addGeneratedFiles(OperatorSpec& spec, int d, const std::string& dir, int index) {
   SeededRandom random(uint64_t(1000 + index));
@@ -92,7 +94,15 @@ void addGeneratedFiles(OperatorSpec& spec, int d, const std::string& dir, int in
       writeNpy(path, m);
     spec.params[name] = path;
   };
-  const auto& p = spec.params;
+  auto& p = spec.params;
+  if (spec.family == "asap" && p.count("compiled")) {  // a compiled model's layer, as slices + beta files
+    const CompiledAsapLayer layer = loadCompiledAsap(std::get<std::string>(p.at("compiled")))
+                                        .at(int(getInt(p, "layer")));
+    p.erase("compiled");
+    p["layer"] = ParamValue(-1LL);
+    save("slices", layer.slices);
+    save("beta", MatD(layer.beta));
+  }
   if (spec.family == "asap" && !p.count("dual") && !(p.count("slices") && p.count("beta"))) {
     const int L = 32;
     const MatD z = gaussian(L, d, 1.0);

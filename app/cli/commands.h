@@ -16,9 +16,12 @@ int renderCommand(const Args& args);
 int benchCommand(const Args& args);
 int trainCommand(const Args& args);
 int rankDecayCommand(const Args& args);
+int asapFitCommand(const Args& args);
 // Checkpoint commands: built with LibTorch (TL_TORCH); otherwise they say so.
 int extractCommand(const Args& args);
 int evalCommand(const Args& args);
+int asapCompileCommand(const Args& args);
+int asapEvalCommand(const Args& args);
 
 // Help blocks generated from the registries, so a new family or generator needs no CLI change.
 std::string operatorsHelp();  // every family with describeSchema() of its parameters

@@ -3,7 +3,6 @@
 // flags, prints the table and writes the JSON report.
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -30,24 +29,6 @@ CommandLine evalCommandLine() {
                      "Accuracy of a ViT checkpoint on Fashion-MNIST; with --swap, accuracy with another attention "
                      "operator, agreement with the original predictions, per-layer output RMSE and attention distance.",
                      std::move(options), {{"CKPT", "checkpoint folder or weights file"}});
-}
-
-std::vector<int> parseLayers(const std::string& text, int numLayers) {
-  std::vector<int> layers;
-  if (text == "all") {
-    for (int l = 0; l < numLayers; ++l) layers.push_back(l);
-    return layers;
-  }
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(item) >= numLayers)
-      throw InvalidArgument("--layers: '" + item + "' is not a layer of this model; expected indices 0.." +
-                            std::to_string(numLayers - 1) + " or all");
-    layers.push_back(std::stoi(item));
-  }
-  if (layers.empty()) throw InvalidArgument("--layers: give at least one layer index, or all");
-  return layers;
 }
 
 }  // namespace

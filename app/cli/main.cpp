@@ -1,6 +1,7 @@
 // `tlens`: the headless front end. Composition only: parse, wire, report. Every failure is caught here and
 // reported as one line on stderr; exit status 2 for usage errors (tl::InvalidArgument: bad flags, values,
 // shapes, NaN/Inf input), 1 for files, resources and everything else (docs/architecture.md#errors).
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <new>
@@ -32,6 +33,9 @@ const std::map<std::string, CommandEntry>& commands() {
       {"rank-decay", {tl::cli::rankDecayCommand, "rank collapse along attention paths and layer outputs, with theory curves"}},
       {"extract", {tl::cli::extractCommand, "run a ViT checkpoint on an image; write logits and per-head Q, K, V, attention"}},
       {"eval", {tl::cli::evalCommand, "a checkpoint's accuracy; with --swap, another operator plugged into it"}},
+      {"asap-compile", {tl::cli::asapCompileCommand, "compile a Sinkhorn checkpoint into ASAP layers (calibration + fit)"}},
+      {"asap-eval", {tl::cli::asapEvalCommand, "frozen-layer table of compiled ASAP layers against their teacher"}},
+      {"asap-fit", {tl::cli::asapFitCommand, "fit a compiled ASAP layer's beta to Sinkhorn teacher duals (.npy)"}},
   };
   return table;
 }
@@ -41,7 +45,10 @@ std::string mainHelp() {
       "usage: tlens <command> [options]\n"
       "TransportLens command line: doubly-stochastic attention operators, headless.\n"
       "commands (tlens <command> --help lists every option):\n";
-  for (const auto& [name, entry] : commands()) text += "  " + name + std::string(name.size() < 11 ? 11 - name.size() : 1, ' ') + entry.summary + "\n";
+  size_t width = 0;
+  for (const auto& entry : commands()) width = std::max(width, entry.first.size());
+  for (const auto& [name, entry] : commands())
+    text += "  " + name + std::string(width + 2 - name.size(), ' ') + entry.summary + "\n";
   text += "\n" + tl::cli::operatorsHelp() + "\n" + tl::cli::sourcesHelp();
   text += "\nexit status: 0 success, 1 file or runtime error, 2 usage error (bad option, value, shape or NaN/Inf input)\n";
   return text;

@@ -15,6 +15,8 @@ namespace {
 
 int extractCommand(const Args&) { unavailable("extract"); }
 int evalCommand(const Args&) { unavailable("eval"); }
+int asapCompileCommand(const Args&) { unavailable("asap-compile"); }
+int asapEvalCommand(const Args&) { unavailable("asap-eval"); }
 int trainingBench(const CommandLine&) { unavailable("bench --training"); }
 int loadBench(const CommandLine&) { unavailable("bench --load"); }
 

@@ -1,5 +1,7 @@
 #include "model_options.h"
 
+#include <sstream>
+
 #include "common/errors.h"
 
 namespace tl::cli {
@@ -44,6 +46,24 @@ ImageSource imageSourceFrom(const CommandLine& cl) {
     throw InvalidArgument("--dataset: '" + cl.required("dataset") + "' is not known; the bundled dataset is fashion-mnist");
   return ImageSource::parse(std::string("fashion-mnist:") + (splitFrom(cl) == FashionMnistPart::Train ? "train" : "test") +
                             ":" + cl.required("index"));
+}
+
+std::vector<int> parseLayers(const std::string& text, int numLayers) {
+  std::vector<int> layers;
+  if (text == "all") {
+    for (int l = 0; l < numLayers; ++l) layers.push_back(l);
+    return layers;
+  }
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.empty() || item.size() > 4 || item.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(item) >= numLayers)
+      throw InvalidArgument("--layers: '" + item + "' is not a layer of this model; expected indices 0.." +
+                            std::to_string(numLayers - 1) + " or all");
+    layers.push_back(std::stoi(item));
+  }
+  if (layers.empty()) throw InvalidArgument("--layers: give at least one layer index, or all");
+  return layers;
 }
 
 }  // namespace tl::cli

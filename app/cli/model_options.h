@@ -18,6 +18,9 @@ std::vector<OptionSpec> imageOptions();
 // --image FILE or --dataset fashion-mnist --index I [--split test|train]; InvalidArgument for neither or both.
 ImageSource imageSourceFrom(const CommandLine& cl);
 
+// --layers: comma-separated indices from 0, or all; InvalidArgument naming the option otherwise.
+std::vector<int> parseLayers(const std::string& text, int numLayers);
+
 // --split for commands that walk a dataset split (default test).
 FashionMnistPart splitFrom(const CommandLine& cl);
 

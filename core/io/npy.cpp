@@ -166,6 +166,20 @@ Mat<T> readNpyMatrix(const std::string& path) {
   return m;
 }
 
+std::vector<MatD> readNpyStack(const std::string& path) {
+  const NpyArray a = readNpy(path);
+  if (!isFloat(a.dtype))
+    throw FileError(path + ": dtype '" + a.dtype + "' is not supported here; expected float32 or float64");
+  if (a.shape.size() != 3)
+    throw FileError(path + ": expected a 3-D array [N, rows, cols], got shape " + shapeText(a.shape));
+  const Eigen::Index rows = a.shape[1], cols = a.shape[2];
+  std::vector<MatD> stack(size_t(a.shape[0]), MatD(rows, cols));
+  const double* value = a.values.data();
+  for (MatD& m : stack)
+    for (Eigen::Index i = 0; i < rows * cols; ++i) m.data()[i] = *value++;
+  return stack;
+}
+
 Mask readNpyMask(const std::string& path) {
   const NpyArray a = readNpy(path);
   const bool column = a.shape.size() == 2 && a.shape[1] == 1;

@@ -20,6 +20,8 @@ NpyArray readNpy(const std::string& path);
 // 1-D arrays read as a column (n × 1). Throws FileError for 0-D or >2-D arrays.
 template <class T>
 Mat<T> readNpyMatrix(const std::string& path);
+// A 3-D float array [N, rows, cols] as N matrices (e.g. N head instances of Q). FileError otherwise.
+std::vector<MatD> readNpyStack(const std::string& path);
 // A mask: any numeric type, 1-D of length n (or n×1), entries exactly 1 (valid) or 0 (padding); any other
 // value is rejected (it usually means a wrong file, e.g. token ids instead of a mask).
 Mask readNpyMask(const std::string& path);

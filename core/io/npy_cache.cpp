@@ -8,9 +8,6 @@
 #include "io/npy.h"
 
 namespace tl {
-namespace {
-
-// Path, size and modification time; an unreadable file gets an empty key and is never cached.
 std::string fileKey(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -19,6 +16,8 @@ std::string fileKey(const std::string& path) {
   if (ec) return {};
   return path + "|" + std::to_string(size) + "|" + std::to_string(stamp.time_since_epoch().count());
 }
+
+namespace {
 
 // Enough for every file parameter of a compare session (two operators, a few files each).
 constexpr size_t kFilesKept = 16;

@@ -9,6 +9,10 @@
 
 namespace tl {
 
+// Path, size and modification time: what identifies a file's content for these caches; empty for an
+// unreadable file (never cached).
+std::string fileKey(const std::string& path);
+
 // readNpyMatrix<double>(path) (io/npy.h), through the cache: the same FileError for unreadable files.
 MatD readNpyMatrixCached(const std::string& path);
 

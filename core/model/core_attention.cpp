@@ -31,6 +31,13 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> learnedPivots(const Opera
   return std::make_pair(params["pivots"], params["mass_logits"]);
 }
 
+OperatorSpec atLayer(const OperatorSpec& spec, int layer) {
+  OperatorSpec resolved = OperatorRegistry::builtin().resolve(spec.family, spec.params);
+  const auto it = resolved.params.find("layer");
+  if (it != resolved.params.end() && it->second == ParamValue(-1LL)) it->second = ParamValue((long long)layer);
+  return resolved;
+}
+
 PlanResult<double> CoreAttention::lotWithPivots(const AttentionInput<double>& input, int64_t head) {
   LotParams p = LotParams::from(spec_.params);
   p.pivotInit = PivotInit::File;

@@ -22,6 +22,10 @@ torch::Tensor pixelTensor(const VitConfig& c, const HostTensor& image);
 // Used when the spec leaves the pivots to `auto` and names no pivots file (r is the learned pivots' count).
 std::optional<std::pair<torch::Tensor, torch::Tensor>> learnedPivots(const OperatorSpec& spec, VitLayer& layer);
 
+// The spec with a `layer` parameter left at −1 (asap:compiled=DIR) set to the layer it replaces
+// (docs/operators/asap.md#compiled-models); other specs resolved unchanged.
+OperatorSpec atLayer(const OperatorSpec& spec, int layer);
+
 // One block's heads through a core registry operator, batch of one image: the CPU reference in double, or
 // on the GPU all heads in one launch (runOperatorBatch).
 class CoreAttention {

@@ -59,7 +59,7 @@ rankdecay::AttentionRecord recordCheckpoint(const rankdecay::RankDecaySource& so
       VitAttentionTrace trace;
       std::vector<MarginalErrors> errors;
       if (op) {
-        CoreAttention core(*op, layer, feedback, DeviceChoice::Cpu);
+        CoreAttention core(atLayer(*op, l), layer, feedback, DeviceChoice::Cpu);
         const AttentionOverride override = [&core](const torch::Tensor& q, const torch::Tensor& k,
                                                    const torch::Tensor& v) { return core(q, k, v); };
         hidden = layer->forward(hidden, &trace, &override, &switches);

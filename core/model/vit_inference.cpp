@@ -35,7 +35,7 @@ void runLayers(VitModel& model, torch::Tensor hidden, int fromLayer, const std::
     VitLayerTrace layerTrace;
     const auto swap = swaps.find(l);
     if (swap != swaps.end()) {
-      CoreAttention core(swap->second, layer, feedback, device);
+      CoreAttention core(atLayer(swap->second, l), layer, feedback, device);
       const AttentionOverride override = [&core](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
         return core(q, k, v);
       };

@@ -162,7 +162,7 @@ def parse_asap(text: str) -> dict:
     params = {"variant": "two-sided", "closing": "column", "eps": 1.0, "mask_mode": "subsequence"}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        if key in ("slices", "beta", "dual"):
+        if key in ("slices", "beta", "dual", "layer"):  # files, and the compiled layer they came from
             continue
         if key not in params:
             raise ValueError(f"unknown asap parameter {key!r}")

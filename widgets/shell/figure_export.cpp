@@ -21,6 +21,7 @@ RenderReport renderFigures(const SessionResult& result, const std::string& outDi
     view->resize(settings.width, settings.height);
     if (result.session.viewState.contains(name)) view->restoreState(result.session.viewState.at(name));
     view->setResult(shared);
+    view->finishPending();
     const std::vector<std::string> supported = view->exportFormats();
     if (const std::string why = view->exportUnavailableReason(); !why.empty()) {
       report.skipped.push_back(name + ": " + why);

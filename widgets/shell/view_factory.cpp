@@ -1,6 +1,7 @@
 #include "widgets/shell/view_factory.h"
 
 #include "common/errors.h"
+#include "widgets/views/asap_view.h"
 #include "widgets/views/banded_view.h"
 #include "widgets/views/certificates_view.h"
 #include "widgets/views/cls_map_view.h"
@@ -17,7 +18,7 @@ namespace tl {
 
 const std::vector<std::string>& knownViews() {
   static const std::vector<std::string> names{"plan", "convergence", "cloud3d", "compare", "esp",
-                                              "lot", "banded", "certificates", "cls", "prediction", "rank_decay"};
+                                              "lot", "banded", "certificates", "asap", "cls", "prediction", "rank_decay"};
   return names;
 }
 
@@ -30,6 +31,7 @@ std::unique_ptr<View> makeView(const std::string& name, QWidget* parent) {
   if (name == "lot") return std::make_unique<LotView>(parent);
   if (name == "banded") return std::make_unique<BandedView>(parent);
   if (name == "certificates") return std::make_unique<CertificatesView>(parent);
+  if (name == "asap") return std::make_unique<AsapView>(parent);
   if (name == "cls") return std::make_unique<ClsMapView>(parent);
   if (name == "prediction") return std::make_unique<PredictionView>(parent);
   if (name == "rank_decay") return std::make_unique<RankDecayView>(parent);

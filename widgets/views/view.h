@@ -22,6 +22,9 @@ class View : public QWidget {
   virtual QString title() const = 0;         // dock title: "Transport plan"
 
   virtual void setResult(std::shared_ptr<const SessionResult> result) = 0;
+  // Views that compute on a worker thread after setResult (the ASAP view's fit) finish and draw before
+  // returning, so `tlens render` exports what the GUI would show.
+  virtual void finishPending() {}
   virtual nlohmann::json saveState() const = 0;
   virtual void restoreState(const nlohmann::json& state) = 0;
 

@@ -8,6 +8,7 @@
 #include "io/npy_cache.h"
 #include "ops/asap/asap_device.h"
 #include "ops/asap/asap_steps.h"
+#include "ops/asap/compiled_asap.h"
 #include "ops/asap/sliced_potentials.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
@@ -130,6 +131,10 @@ const ParamBindings<AsapParams>& asapParamBindings() {
              [vector](AsapParams& p, const ParamValue& path) { p.beta = vector(path); });
     b.custom(pathParam("dual", "source dual u in score coordinates (.npy, length n) instead of slices+beta"),
              [vector](AsapParams& p, const ParamValue& path) { p.dual = vector(path); });
+    b.custom(pathParam("compiled", "a compiled model's folder (tlens asap-compile) instead of slices+beta"),
+             [](AsapParams& p, const ParamValue& path) { p.compiled = std::get<std::string>(path); });
+    b.field(intParam("layer", -1, 1000, -1, "layer of the compiled model (-1: the layer it is swapped into)"),
+            &AsapParams::layer);
     bindMaskMode(b, true);
     return b;
   }();
@@ -143,14 +148,30 @@ AsapParams AsapParams::from(const ParamSet& resolved) {
   if (p.variant == AsapVariant::Asap0 && p.closing == Closing::Row)
     throw InvalidArgument("asap: variant=asap0 always ends on the key side (exact columns); use variant=two-sided "
                           "for closing=row");
+  if (p.compiled) {
+    if (p.dual || p.slices || p.beta)
+      throw InvalidArgument("asap: give compiled=DIR alone, without dual, slices or beta");
+    if (p.layer < 0)
+      throw InvalidArgument("asap: compiled=DIR needs layer=<index> outside a model (inside one, the layer it "
+                            "replaces is used)");
+    const CompiledAsap compiled = loadCompiledAsapCached(*p.compiled);
+    if (compiled.eps != p.eps)
+      throw InvalidArgument("asap: " + *p.compiled + " was fitted at eps = " + formatValue(compiled.eps) +
+                            "; set eps=" + formatValue(compiled.eps));
+    const CompiledAsapLayer& layer = compiled.at(p.layer);
+    p.slices = layer.slices;
+    p.beta = layer.beta;
+    return p;
+  }
   if (p.dual) {
     if (p.slices || p.beta)
       throw InvalidArgument("asap: give either dual=PATH.npy or slices=PATH.npy with beta=PATH.npy, not both");
     return p;
   }
   if (!p.slices || !p.beta)
-    throw InvalidArgument("asap needs a compiled layer (slices=PATH.npy, L×d, and beta=PATH.npy, length L) or a "
-                          "source dual (dual=PATH.npy, score coordinates, e.g. u.npy from `tlens plan`)");
+    throw InvalidArgument("asap needs a compiled layer (slices=PATH.npy, L×d, and beta=PATH.npy, length L, or "
+                          "compiled=DIR from `tlens asap-compile`) or a source dual (dual=PATH.npy, score "
+                          "coordinates, e.g. u.npy from `tlens plan`)");
   if (p.beta->size() != p.slices->rows())
     throw InvalidArgument("asap: beta has " + std::to_string(p.beta->size()) + " entries but slices has L = " +
                           std::to_string(p.slices->rows()) + " rows; beta needs one coefficient per slice");

@@ -42,9 +42,14 @@ struct AsapParams {
   std::optional<MatD> slices;
   std::optional<VecD> beta;
   std::optional<VecD> dual;
+  // A compiled model's folder (docs/operators/asap.md#compiled-models) and the layer whose slices and β to
+  // use; layer −1 means "the layer this operator is swapped into" (set by the model when it runs it).
+  std::optional<std::string> compiled;
+  int layer;
 
   AsapParams();  // the schema's defaults (no files)
-  // Reads the files; checks that exactly one of dual or slices+beta is given and that their shapes agree.
+  // Reads the files; checks that exactly one of dual, slices+beta or compiled is given and that their shapes
+  // agree; a compiled layer sets slices and beta and must have been fitted at this eps.
   static AsapParams from(const ParamSet& resolved);
 };
 const ParamBindings<AsapParams>& asapParamBindings();

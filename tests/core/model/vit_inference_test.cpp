@@ -8,6 +8,8 @@
 #include "common/errors.h"
 #include "io/checkpoint/safetensors.h"
 #include "io/npy.h"
+#include "ops/asap/asap.h"
+#include "ops/asap/compiled_asap.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -141,6 +143,39 @@ TEST(VitInference, RerunKeepsEarlierLayersAndSwapsOnlyTheChosenOnes) {
   const VitTrace banded = runner.rerun(base, 0, {{0, OperatorRegistry::builtin().parse("banded:W=1")}});
   EXPECT_EQ(banded.layers[0].op.family, "banded");
   EXPECT_EQ(banded.layers[0].heads[1].attention(0, 4), 0.0);  // outside the band |i − j| ≤ 1
+}
+
+// asap:compiled=DIR swapped into several layers: each layer runs with its own compiled slices and β (the
+// `layer` parameter left at −1 takes the layer it replaces; docs/operators/asap.md#compiled-models).
+TEST(VitInference, ACompiledAsapModelUsesEachLayersOwnCoefficients) {
+  const VitRunner runner = VitRunner::open(kFixtures + "hf_sinkhorn_T4");
+  test::TempDir dir;
+  CompiledAsap compiled;
+  compiled.teacher = runner.config().attention.toString();
+  compiled.T = 4;
+  compiled.eps = 0.5;
+  compiled.closing = "column";
+  for (int l = 0; l < 2; ++l) {
+    CompiledAsapLayer layer;
+    layer.layer = l;
+    layer.slices = test::gaussian(4, runner.config().headDim, 30 + l);
+    layer.beta = test::gaussian(4, 1, 40 + l);
+    compiled.layers.push_back(layer);
+  }
+  compiled.roundToStoredPrecision();
+  saveCompiledAsap(dir.path().string(), compiled);
+  const OperatorSpec asap = OperatorRegistry::builtin().parse("asap:compiled=" + dir.path().string() + ",eps=0.5");
+  const VitTrace base = runner.run(loadFixture("hf_sinkhorn_T4").images[0]);
+  const VitTrace swapped = runner.rerun(base, 0, {{0, asap}, {1, asap}});
+  for (int l = 0; l < 2; ++l) {
+    EXPECT_EQ(getInt(swapped.layers[size_t(l)].op.params, "layer"), l);
+    const VitHeadTrace& head = swapped.layers[size_t(l)].heads[1];
+    AsapParams p;
+    p.eps = 0.5;
+    p.slices = compiled.layers[size_t(l)].slices;
+    p.beta = compiled.layers[size_t(l)].beta;
+    EXPECT_TRUE(matricesNear(head.core->plan.dense(), asapAttention(head.input, p).plan.dense(), 0.0)) << "layer " << l;
+  }
 }
 
 TEST(VitInference, BadRequestsAreRefusedClearly) {

@@ -1,0 +1,128 @@
+// The ASAP view's computation on one input (asap_inspection.h).
+#include "ops/asap/asap_inspection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "analysis/plan_distance.h"
+#include "common/errors.h"
+#include "ops/asap/sliced_potentials.h"
+#include "ops/slicers.h"
+#include "ops/subsequence.h"
+
+namespace tl {
+namespace {
+
+void checkSettings(const AttentionInput<double>& input, const AsapInspectionSettings& s) {
+  if (s.teacher.T < 2)
+    throw InvalidArgument("the ASAP fit needs a Sinkhorn teacher with T ≥ 2 (T = 1 is plain softmax: nothing to fit)");
+  if (s.L < 1) throw InvalidArgument("the ASAP fit needs at least one slice (L ≥ 1)");
+  if (!(s.lambdaB >= 0)) throw InvalidArgument("lambda_b must be ≥ 0");
+  if (input.nQueries() != input.nKeys())
+    throw InvalidArgument("the ASAP fit needs self-attention (as many queries as keys); this input has " +
+                          std::to_string(input.nQueries()) + " queries and " + std::to_string(input.nKeys()) +
+                          " keys");
+}
+
+// Positions of the tokens the fit uses: the valid ones, or all without a mask.
+std::vector<Eigen::Index> tokensInUse(const AttentionInput<double>& input) {
+  if (input.mask) return validIndices(*input.mask);
+  std::vector<Eigen::Index> all(size_t(input.nQueries()));
+  std::iota(all.begin(), all.end(), Eigen::Index(0));
+  return all;
+}
+
+PlanResult<double> asapPlan(const AttentionInput<double>& input, const AsapInspection& r, AsapVariant variant) {
+  AsapParams p;
+  p.variant = variant;
+  p.closing = r.closing;
+  p.eps = r.settings.teacher.eps;
+  p.maskMode = r.settings.teacher.maskMode;
+  p.slices = r.slices;
+  p.beta = r.beta;
+  return asapAttention(input, p);
+}
+
+}  // namespace
+
+double AsapInspection::planRatioBound() const { return std::exp(2.0 * quality.delta / settings.teacher.eps); }
+
+AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspectionSettings& settings) {
+  checkSettings(input, settings);
+  AsapInspection r;
+  r.settings = settings;
+  r.closing = settings.teacher.T % 2 == 0 ? Closing::Column : Closing::Row;
+  const PlanResult<double> teacher = sinkhornAttention(input, settings.teacher);
+  r.teacherPlan = teacher.plan.dense();
+  r.teacherErrors = teacher.errors;
+  // The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u
+  // of a column-ending teacher, or after step T − 2 (row-ending).
+  SinkhornParams extraction = settings.teacher;
+  extraction.T -= 2;
+  const VecD dual = r.closing == Closing::Column ? teacher.u : sinkhornAttention(input, extraction).u;
+
+  r.slices = sliceDirections({Slicer::Random, settings.L, settings.seed, {}}, input.headDim());
+  const FitInstance instance{input.Q, input.K, dual, input.mask};
+  const std::vector<FitExample> examples{
+      prepareFitExample(instance, r.slices, {settings.teacher.eps, settings.teacher.maskMode})};
+  LsAccumulator normalEquations(settings.L);
+  normalEquations.add(examples.front());
+  r.beta = solveLs(normalEquations, settings.lambdaB).beta;
+  if (settings.fit == FitKind::Kl) r.beta = fitKl(examples, r.beta, settings.lambdaB).beta;
+  r.quality = fitQuality(examples, r.beta);
+
+  const FitExample& e = examples.front();
+  const VecD fitted = e.phi * r.beta;
+  std::vector<Eigen::Index> rows;
+  for (Eigen::Index i = 0; i < e.lossRows.size(); ++i)
+    if (e.lossRows(i)) rows.push_back(i);
+  r.fitted = takeRows(MatD(fitted), rows);
+  r.target = takeRows(MatD(e.target), rows);
+  r.phi = takeRows(e.phi, rows);
+
+  const PlanResult<double> asap = asapPlan(input, r, AsapVariant::TwoSided);
+  const PlanResult<double> asap0 = asapPlan(input, r, AsapVariant::Asap0);
+  r.asapPlan = asap.plan.dense();
+  r.asap0Plan = asap0.plan.dense();
+  r.asapErrors = asap.errors;
+  r.asap0Errors = asap0.errors;
+  r.asapRelativeError = relativeFrobenius(r.asapPlan, r.teacherPlan);
+  r.asap0RelativeError = relativeFrobenius(r.asap0Plan, r.teacherPlan);
+  return r;
+}
+
+SliceInspection inspectSlice(const AttentionInput<double>& input, const AsapInspection& inspection, int slice) {
+  if (slice < 0 || slice >= inspection.slices.rows())
+    throw InvalidArgument("slice " + std::to_string(slice) + " is not one of the " +
+                          std::to_string(inspection.slices.rows()) + " slices");
+  const std::vector<Eigen::Index> tokens = tokensInUse(input);
+  const VecD theta = inspection.slices.row(slice).transpose();
+  const double scale = 1.0 / std::pow(double(input.headDim()), 0.25);  // as in slicedFeatures
+  SliceInspection s;
+  s.x = takeRows(MatD(input.Q * theta * scale), tokens);
+  s.y = takeRows(MatD(input.K * theta * scale), tokens);
+  s.potential = potential1D(s.x, s.y).f;
+
+  // Equal ranks match (stable order, as potential1D sorts).
+  const auto ascending = [](const VecD& v) {
+    std::vector<Eigen::Index> order(size_t(v.size()));
+    std::iota(order.begin(), order.end(), Eigen::Index(0));
+    std::stable_sort(order.begin(), order.end(), [&v](Eigen::Index a, Eigen::Index b) { return v(a) < v(b); });
+    return order;
+  };
+  const std::vector<Eigen::Index> byX = ascending(s.x), byY = ascending(s.y);
+  s.matchedKey.assign(byX.size(), 0);
+  for (size_t r = 0; r < byX.size(); ++r) s.matchedKey[size_t(byX[r])] = byY[r];
+
+  constexpr int kGridPoints = 400;
+  const double lo = std::min(s.x.minCoeff(), s.y.minCoeff()), hi = std::max(s.x.maxCoeff(), s.y.maxCoeff());
+  const double margin = 0.1 * std::max(hi - lo, 1e-9);
+  s.grid = VecD::LinSpaced(kGridPoints, lo - margin, hi + margin);
+  s.potentialCurve = potentialExtension(s.x, s.y, s.grid);
+  s.interpolant = 0.5 * s.grid.array().square() - s.potentialCurve.array();
+  return s;
+}
+
+}  // namespace tl

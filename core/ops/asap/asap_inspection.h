@@ -1,0 +1,62 @@
+#pragma once
+// Everything the GUI's ASAP view draws for one input (docs/gui.md#asap-view): the Sinkhorn teacher on that
+// input, a sliced-potential fit of its dual on that input alone (docs/operators/asap.md#fitting), the fit's R²
+// and δ, the features Φ, and the teacher, two-sided ASAP and ASAP-0 plans; and, for one slice θ, the 1-D
+// problem behind its feature column (docs/operators/asap.md#features). Small by design: one instance, a few
+// dozen slices, so a view can refit it whenever a slider moves.
+#include <cstdint>
+#include <vector>
+
+#include "common/attention_input.h"
+#include "ops/asap/asap.h"
+#include "ops/asap/asap_fit.h"
+#include "ops/sinkhorn/sinkhorn.h"
+
+namespace tl {
+
+struct AsapInspectionSettings {
+  SinkhornParams teacher;  // the teacher's budget T ≥ 2, eps and mask mode
+  int L = 16;              // slices: the first L rows of the seeded random bank (slicers.h), so more slices add rows
+  uint64_t seed = 0;
+  double lambdaB = 1e-4;   // ridge on the normalised risk
+  FitKind fit = FitKind::Ls;
+};
+
+struct AsapInspection {
+  AsapInspectionSettings settings;
+  Closing closing = Closing::Column;  // the teacher's last step: column for even T, row for odd T
+  MatD slices;                         // L × d
+  VecD beta;                           // L
+  FitQuality quality;                  // R², δ = ‖f̂ − f̄‖∞ over the tokens in use
+  // Per token in use (valid tokens under subsequence masking), in cost units and centred: the fitted dual
+  // f̂ = Φβ and the teacher's f̄.
+  VecD fitted, target;
+  MatD phi;  // Φ, tokens in use × L
+  // Attention-scale plans A = n·P on the whole input (padded rows and columns 0), their marginal errors, and
+  // the ASAP plans' distance to the teacher's, ‖A − A^T‖_F/‖A^T‖_F.
+  MatD teacherPlan, asapPlan, asap0Plan;
+  MarginalErrors teacherErrors, asapErrors, asap0Errors;
+  double asapRelativeError = 0, asap0RelativeError = 0;
+
+  // Plan ratios P^ASAP-0 / P^teacher lie in [1/bound, bound] with bound = e^{2δ/eps} (dual stability, B.8).
+  double planRatioBound() const;
+};
+
+// InvalidArgument for a teacher with T < 2 (plain softmax: nothing to fit), L < 1, λ_B < 0, or an input with
+// n_q ≠ n_k (the fit needs self-attention).
+AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspectionSettings& settings);
+
+// The 1-D optimal-transport problem along one slice θ (docs/operators/asap.md#features), on the tokens in use.
+struct SliceInspection {
+  VecD x, y;                             // projections ⟨θ, q_i⟩/d^{1/4} and ⟨θ, k_j⟩/d^{1/4}, token order
+  std::vector<Eigen::Index> matchedKey;  // the monotone matching: query i ↔ key matchedKey[i] (equal ranks)
+  VecD potential;                        // f^θ(x_i) (uncentred; Φ's column is this minus its mean)
+  // The convex extension f^θ(z) and the piecewise-linear φ(z) = ½z² − f^θ(z) on a grid spanning x with a
+  // margin, so the outer rays show.
+  VecD grid, potentialCurve, interpolant;
+};
+
+// `slice` indexes the inspection's slices; InvalidArgument when out of range.
+SliceInspection inspectSlice(const AttentionInput<double>& input, const AsapInspection& inspection, int slice);
+
+}  // namespace tl

@@ -1,0 +1,130 @@
+// `tlens asap-compile`, `tlens asap-eval` and `tlens eval --swap asap:compiled=DIR` end to end on the tiny
+// Sinkhorn ViT of tests/fixtures/vit (sinkhorn:T=4,eps=0.5, 2 layers of 2 heads, 5 tokens) and a generated
+// stand-in for Fashion-MNIST (docs/cli.md#asap-compile, #asap-eval).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "support/two_class_fashion_mnist.h"
+
+namespace tl::testing {
+namespace {
+
+const std::string kSinkhornVit = std::string(TL_FIXTURE_DIR) + "/vit/hf_sinkhorn_T4";
+const std::string kSoftmaxVit = std::string(TL_FIXTURE_DIR) + "/vit/hf_softmax";
+
+class TlensAsapModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = scratchDir("fashion_asap");
+    test::writeTwoClassFashionMnist(data_);
+  }
+  CliRun tlens(const std::vector<std::string>& args) const { return runTlens(args, "TL_FASHION_MNIST_DIR=" + data_); }
+  nlohmann::json compile(const std::string& out, const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"asap-compile", kSinkhornVit, "--calib", "fashion-mnist:train:0-63",
+                                     "--slices", "6", "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliRun run = tlens(args);
+    EXPECT_EQ(run.status, 0) << run.err;
+    return nlohmann::json::parse(readText(out + "/asap.json"));
+  }
+  std::string data_;
+};
+
+TEST_F(TlensAsapModel, CompileWritesTheStateAndItsManifest) {
+  const std::string out = scratchDir("asap_compiled");
+  const auto manifest = compile(out);
+  EXPECT_TRUE(fileExists(out + "/asap.safetensors"));
+  EXPECT_EQ(manifest.at("teacher"), "sinkhorn:T=4,eps=0.5,mask_mode=subsequence");
+  EXPECT_EQ(manifest.at("closing"), "column");
+  EXPECT_EQ(manifest.at("calibration"), "fashion-mnist:train:0-63");
+  ASSERT_EQ(manifest.at("layers").size(), 2u);
+  for (const auto& layer : manifest.at("layers")) {
+    EXPECT_EQ(layer.at("L"), 6);
+    EXPECT_EQ(layer.at("instances"), 64 * 2);  // images × heads
+    EXPECT_EQ(layer.at("rows"), 64 * 2 * 5);
+    EXPECT_DOUBLE_EQ(layer.at("lambda").get<double>(), 640 * 1e-4);
+    EXPECT_GT(layer.at("r2").get<double>(), 0.0);
+    EXPECT_LE(layer.at("r2").get<double>(), 1.0);
+    EXPECT_GT(layer.at("fit_seconds").get<double>(), 0.0);
+  }
+}
+
+TEST_F(TlensAsapModel, SequentialCalibrationSeesTheCompiledLayersUpstream) {
+  const std::string parallel = scratchDir("asap_parallel"), sequential = scratchDir("asap_sequential");
+  const auto a = compile(parallel), b = compile(sequential, {"--sequential"});
+  EXPECT_TRUE(b.at("sequential").get<bool>());
+  // Layer 0 sees the same inputs either way; layer 1 sees ASAP's layer 0 output when sequential.
+  EXPECT_EQ(a.at("layers")[0].at("r2"), b.at("layers")[0].at("r2"));
+  EXPECT_NE(a.at("layers")[1].at("r2"), b.at("layers")[1].at("r2"));
+}
+
+TEST_F(TlensAsapModel, SharedCoefficientsFitOneLayerForAll) {
+  const std::string out = scratchDir("asap_shared");
+  const auto manifest = compile(out, {"--shared"});
+  EXPECT_TRUE(manifest.at("shared").get<bool>());
+  const auto& layers = manifest.at("layers");
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].at("seed"), layers[1].at("seed"));
+  EXPECT_EQ(layers[0].at("rows"), 2 * 64 * 2 * 5);  // both layers' rows in one fit
+  EXPECT_DOUBLE_EQ(layers[0].at("lambda").get<double>(), 1280 * 1e-4);
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"asap-compile", kSinkhornVit, "--shared", "--sequential", "--out", out}), 2,
+                                    {"--shared"}));
+}
+
+TEST_F(TlensAsapModel, EvalSwapsTheCompiledLayersIn) {
+  const std::string out = scratchDir("asap_for_eval");
+  compile(out);
+  const std::string json = scratchDir("asap_eval_json") + "/eval.json";
+  const CliRun run = tlens({"eval", kSinkhornVit, "--swap", "asap:compiled=" + out + ",eps=0.5", "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_EQ(report.at("swapped_layers").size(), 2u);
+  for (const auto& layer : report.at("layers")) EXPECT_GT(layer.at("attention_distance").get<double>(), 0.0);
+  // The compiled layers were fitted at eps = 0.5: another eps is refused with the reason.
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"eval", kSinkhornVit, "--swap", "asap:compiled=" + out}), 2, {"eps=0.5"}));
+}
+
+TEST_F(TlensAsapModel, AsapEvalTabulatesEveryRow) {
+  const std::string ls = scratchDir("asap_ls"), kl = scratchDir("asap_kl");
+  compile(ls);
+  compile(kl, {"--fit", "kl"});
+  const std::string json = scratchDir("asap_eval_table") + "/table.json";
+  const CliRun run = tlens({"asap-eval", kSinkhornVit, "--compiled", ls, "--compiled", kl, "--limit", "16", "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("ASAP-0 (kl)"), std::string::npos) << run.out;
+  const auto report = nlohmann::json::parse(readText(json));
+  EXPECT_EQ(report.at("images"), 16);
+  std::vector<std::string> names;
+  for (const auto& row : report.at("rows")) names.push_back(row.at("name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"sinkhorn T_b=1", "sinkhorn T_b=3", "ASAP-0 (ls)", "ASAP (ls)", "ASAP-0 (kl)",
+                                             "ASAP (kl)", "beta=0 ASAP-0", "beta=0 ASAP", "teacher"}));
+  const auto& teacher = report.at("rows").back();
+  EXPECT_EQ(teacher.at("overall").at("attention_error").get<double>(), 0.0);
+  EXPECT_EQ(teacher.at("agreement").get<double>(), 1.0);
+  EXPECT_NEAR(teacher.at("accuracy").get<double>(), report.at("teacher_model_accuracy").get<double>(), 1e-12);
+  for (const auto& row : report.at("rows")) {
+    ASSERT_EQ(row.at("layers").size(), 2u);
+    const auto& o = row.at("overall");
+    // The key-side closure makes every ASAP and column-ending plan's columns exact.
+    if (row.at("name").get<std::string>().find("ASAP") != std::string::npos) {
+      EXPECT_LT(o.at("col_error_max").get<double>(), 1e-12);
+    }
+    EXPECT_GT(o.at("ms").get<double>(), 0.0);
+  }
+  // T_b = 1 is a row softmax: exact rows.
+  EXPECT_LT(report.at("rows")[0].at("overall").at("row_error_max").get<double>(), 1e-12);
+}
+
+TEST_F(TlensAsapModel, ANonSinkhornCheckpointHasNothingToCompile) {
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"asap-compile", kSoftmaxVit, "--calib", "fashion-mnist:train:0-3", "--out",
+                                           scratchDir("asap_softmax")}),
+                                    2, {"Sinkhorn teacher"}));
+  EXPECT_TRUE(failsWithOneErrorLine(tlens({"asap-compile", kSinkhornVit, "--calib", "train:0-3", "--out",
+                                           scratchDir("asap_bad_calib")}),
+                                    2, {"--calib"}));
+}
+
+}  // namespace
+}  // namespace tl::testing

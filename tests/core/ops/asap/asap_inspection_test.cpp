@@ -1,0 +1,131 @@
+// The ASAP view's computation (ops/asap/asap_inspection.h) against the fitting code it wraps and the
+// spec's identities: β, R² and δ equal fitLayer's on the same instance; δ is the largest dual error and
+// R² the explained share; the ASAP-0 plan stays in the dual-stability band e^{±2δ/eps} around a column-ending
+// teacher (B.8); Φ's column is the slice's centred 1-D potential, the matching is monotone, and φ is
+// ½z² − f at the knots.
+#include "ops/asap/asap_inspection.h"
+
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "ops/asap/sliced_potentials.h"
+#include "support/test_util.h"
+
+namespace tl {
+namespace {
+
+using test::gaussian;
+using test::throwsWith;
+
+AttentionInput<double> randomInput(int n, int d, uint64_t seed) {
+  AttentionInput<double> in;
+  in.Q = gaussian(n, d, seed);
+  in.K = gaussian(n, d, seed + 1);
+  return in;
+}
+
+AsapInspectionSettings settings(int T, int L, double eps = 1.0) {
+  AsapInspectionSettings s;
+  s.teacher.T = T;
+  s.teacher.eps = eps;
+  s.L = L;
+  s.seed = 7;
+  s.lambdaB = 1e-4;
+  return s;
+}
+
+TEST(AsapInspection, FitEqualsFitLayerOnTheSameInstance) {
+  for (int T : {4, 5}) {
+    const AttentionInput<double> in = randomInput(24, 8, 3);
+    const AsapInspection r = inspectAsap(in, settings(T, 12, 0.7));
+    SinkhornParams extraction = r.settings.teacher;
+    if (T % 2 == 1) extraction.T -= 2;
+    const FitInstance instance{in.Q, in.K, sinkhornAttention(in, extraction).u, std::nullopt};
+    const LayerFit fit = fitLayer({instance}, r.slices, {0.7, MaskMode::Subsequence}, 1e-4, FitKind::Ls);
+    EXPECT_LE((r.beta - fit.beta).cwiseAbs().maxCoeff(), 1e-12) << T;
+    EXPECT_NEAR(r.quality.r2, fit.quality.r2, 1e-12) << T;
+    EXPECT_NEAR(r.quality.delta, fit.quality.delta, 1e-12) << T;
+    EXPECT_EQ(r.closing, T % 2 == 0 ? Closing::Column : Closing::Row);
+  }
+}
+
+TEST(AsapInspection, DeltaAndR2DescribeTheDrawnDuals) {
+  const AsapInspection r = inspectAsap(randomInput(32, 8, 11), settings(4, 16));
+  ASSERT_EQ(r.fitted.size(), 32);
+  ASSERT_EQ(r.phi.rows(), 32);
+  ASSERT_EQ(r.phi.cols(), 16);
+  EXPECT_NEAR((r.fitted - r.target).cwiseAbs().maxCoeff(), r.quality.delta, 1e-12);
+  EXPECT_NEAR(1.0 - (r.fitted - r.target).squaredNorm() / r.target.squaredNorm(), r.quality.r2, 1e-12);
+  EXPECT_LE((r.phi * r.beta - r.fitted).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_NEAR(r.target.sum(), 0.0, 1e-10);  // centred
+  // More slices fit the single instance better (nested banks: the first rows are shared).
+  const AsapInspection fewer = inspectAsap(randomInput(32, 8, 11), settings(4, 2));
+  EXPECT_LE((fewer.slices - r.slices.topRows(2)).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_LT(fewer.quality.r2, r.quality.r2);
+}
+
+TEST(AsapInspection, Asap0PlanStaysInsideThePlanRatioBand) {
+  // Column-ending teacher: its plan is ASAP-0 of the exact dual, so ASAP-0 of f̂ (off by ≤ δ) has
+  // e^{−2δ/eps} ≤ P/P^T ≤ e^{2δ/eps} (docs/operators/asap.md#checks, dual stability).
+  const AsapInspection r = inspectAsap(randomInput(20, 4, 5), settings(4, 6, 0.5));
+  const double bound = r.planRatioBound();
+  EXPECT_NEAR(bound, std::exp(2 * r.quality.delta / 0.5), 1e-12);
+  const MatD ratio = r.asap0Plan.array() / r.teacherPlan.array();
+  EXPECT_LE(ratio.maxCoeff(), bound * (1 + 1e-12));
+  EXPECT_GE(ratio.minCoeff(), (1 - 1e-12) / bound);
+  // The two-sided plan has the column-ending teacher's exact columns, and so has ASAP-0; the reported errors
+  // are those of the drawn plans.
+  EXPECT_LE((r.asapPlan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_LE(r.asapErrors.colMax, 1e-12);
+  EXPECT_LE(r.asap0Errors.colMax, 1e-12);
+  EXPECT_NEAR(r.asap0Errors.rowMax, (r.asap0Plan.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-12);
+  EXPECT_NEAR(r.asapRelativeError, (r.asapPlan - r.teacherPlan).norm() / r.teacherPlan.norm(), 1e-12);
+  EXPECT_NEAR(r.asap0RelativeError, (r.asap0Plan - r.teacherPlan).norm() / r.teacherPlan.norm(), 1e-12);
+  EXPECT_GT(r.asap0RelativeError, 0.0);
+}
+
+TEST(AsapInspection, SliceInspectorIsTheFeatureColumnsOneDimensionalProblem) {
+  const AttentionInput<double> in = randomInput(15, 6, 21);
+  const AsapInspection r = inspectAsap(in, settings(4, 5));
+  for (int l = 0; l < 5; ++l) {
+    const SliceInspection s = inspectSlice(in, r, l);
+    const VecD centred = s.potential.array() - s.potential.mean();
+    EXPECT_LE((centred - r.phi.col(l)).cwiseAbs().maxCoeff(), 1e-12) << l;
+    // Monotone matching: a larger x is matched to a key with no smaller y.
+    for (Eigen::Index i = 0; i < s.x.size(); ++i)
+      for (Eigen::Index k = 0; k < s.x.size(); ++k) {
+        if (s.x(i) >= s.x(k)) continue;
+        EXPECT_LE(s.y(s.matchedKey[size_t(i)]), s.y(s.matchedKey[size_t(k)])) << l;
+      }
+    // The curve is the convex extension: at the knots it is f, and φ = ½z² − f.
+    const VecD atKnots = potentialExtension(s.x, s.y, s.x);
+    EXPECT_LE((atKnots - s.potential).cwiseAbs().maxCoeff(), 1e-12) << l;
+    EXPECT_LE((s.interpolant.array() - (0.5 * s.grid.array().square() - s.potentialCurve.array())).abs().maxCoeff(),
+              1e-12);
+  }
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)inspectSlice(in, r, 5); }, {"slice 5"}));
+}
+
+TEST(AsapInspection, MaskedInputUsesTheValidTokens) {
+  AttentionInput<double> in = randomInput(10, 4, 9);
+  Mask mask = Mask::Ones(10);
+  mask(3) = mask(8) = false;
+  in.mask = mask;
+  const AsapInspection r = inspectAsap(in, settings(4, 4));
+  EXPECT_EQ(r.fitted.size(), 8);
+  EXPECT_EQ(r.teacherPlan.rows(), 10);
+  EXPECT_EQ(r.asap0Plan.col(3).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_EQ(inspectSlice(in, r, 0).x.size(), 8);
+}
+
+TEST(AsapInspection, RefusesWhatItCannotFit) {
+  const AttentionInput<double> in = randomInput(6, 4, 1);
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)inspectAsap(in, settings(1, 4)); }, {"T ≥ 2"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)inspectAsap(in, settings(4, 0)); }, {"slice"}));
+  AttentionInput<double> cross = in;
+  cross.K = gaussian(5, 4, 2);
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)inspectAsap(cross, settings(4, 4)); }, {"self-attention"}));
+}
+
+}  // namespace
+}  // namespace tl

@@ -1,0 +1,116 @@
+// The ASAP / sliced potentials view in the main window: the scatter it draws is the core fit's (R² recomputed
+// from the drawn points equals inspectAsap's), moving the slice-count slider refits off the GUI thread to the
+// core's value for the new L, another primary operator gets a message, and `tlens render`'s path
+// (renderFigures) exports the figure and the dual table.
+#include <QComboBox>
+#include <QDockWidget>
+#include <QSlider>
+#include <algorithm>
+#include <sstream>
+#include <gtest/gtest.h>
+
+#include "session/engine.h"
+#include "support/figure_file.h"
+#include "support/gui_test_support.h"
+#include "widgets/panels/operator_form.h"
+#include "widgets/panels/operator_panel.h"
+#include "widgets/shell/figure_export.h"
+#include "widgets/shell/main_window.h"
+#include "widgets/views/asap_view.h"
+
+namespace tl {
+namespace {
+
+Session asapSession() {
+  Session s = test::gaussianSession(40);
+  s.operators = {OperatorRegistry::builtin().parse("sinkhorn:T=4,eps=0.5")};
+  return s;
+}
+
+class AsapViewTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { test::ensureApplication(); }
+
+  void SetUp() override {
+    window_ = std::make_unique<MainWindow>(asapSession());
+    window_->resize(1500, 950);
+    window_->show();
+    view_ = dynamic_cast<AsapView*>(window_->view("asap"));
+    ASSERT_NE(view_, nullptr);
+    ASSERT_TRUE(test::waitUntil([&] { return window_->lastResult() != nullptr; }));
+    // A hidden tab does not fit; raising it does.
+    EXPECT_EQ(view_->inspection(), nullptr);
+    window_->findChild<QDockWidget*>("asapDock")->raise();
+    ASSERT_TRUE(test::waitUntil([&] { return window_->lastResult() && view_->inspection(); }));
+  }
+
+  // The core's fit for this input at L slices, with the view's other settings.
+  AsapInspection coreFit(int L) const {
+    AsapInspectionSettings s = view_->inspection()->settings;
+    s.L = L;
+    return inspectAsap(*window_->lastResult()->input, s);
+  }
+
+  std::unique_ptr<MainWindow> window_;
+  AsapView* view_ = nullptr;
+};
+
+TEST_F(AsapViewTest, SliceCountSliderRefitsToTheCoresR2) {
+  ASSERT_TRUE(view_->showingContent()) << view_->message().toStdString();
+  EXPECT_EQ(view_->inspection()->settings.teacher.T, 4);
+  EXPECT_EQ(view_->inspection()->settings.teacher.eps, 0.5);
+  EXPECT_EQ(view_->scatterPoints(), 40);
+  const int before = view_->inspection()->settings.L;
+  const double r2Before = view_->scatterR2();
+  EXPECT_NEAR(r2Before, coreFit(before).quality.r2, 1e-12);
+
+  auto* slider = view_->findChild<QSlider*>("asapSlices");
+  ASSERT_NE(slider, nullptr);
+  slider->setValue(2);
+  ASSERT_TRUE(test::waitUntil([&] { return view_->inspection()->settings.L == 2; }));
+  const double r2After = view_->scatterR2();
+  EXPECT_GT(std::abs(r2After - r2Before), 1e-3) << "R² did not change with the slice count";
+  EXPECT_NEAR(r2After, coreFit(2).quality.r2, 1e-12);
+  EXPECT_EQ(view_->featureMap().columns(), 2);
+  // The session remembers the slider.
+  EXPECT_EQ(window_->currentSession().viewState.at("asap").at("slices"), 2);
+}
+
+TEST_F(AsapViewTest, OtherPrimaryOperatorGetsAMessage) {
+  QComboBox* picker = window_->operatorPanel()->primaryForm()->familyPicker();
+  picker->setCurrentIndex(picker->findData(QString("softmax")));
+  ASSERT_TRUE(test::waitUntil([&] { return !view_->showingContent(); }));
+  EXPECT_TRUE(view_->message().contains("Sinkhorn")) << view_->message().toStdString();
+  EXPECT_FALSE(view_->exportUnavailableReason().empty());
+}
+
+TEST(AsapViewRender, RenderWritesTheFigureAndTheDualTable) {
+  test::ensureApplication();
+  Session session = asapSession();
+  session.views = {"asap"};
+  session.viewState["asap"] = {{"slices", 6}};
+  session.exportSettings.formats = {"png", "svg", "pdf", "csv"};
+  session.exportSettings.width = 1200;
+  session.exportSettings.height = 700;
+  session.exportSettings.scale = 1;
+  const SessionResult result = runSession(session);
+  const std::string dir = test::outputDir() + "/render-asap";
+  const RenderReport report = renderFigures(result, dir);
+  ASSERT_EQ(report.written.size(), 4u) << (report.skipped.empty() ? "" : report.skipped.front());
+  for (const std::string format : {"png", "svg", "pdf"})
+    EXPECT_TRUE(test::isFigure(test::readBytes(dir + "/asap." + format), format, session.exportSettings)) << format;
+  const std::string csv = test::readBytes(dir + "/asap.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2 + 40);
+  AsapInspectionSettings s;
+  s.teacher.T = 4;
+  s.teacher.eps = 0.5;
+  s.L = 6;
+  const AsapInspection core = inspectAsap(*result.input, s);
+  std::ostringstream r2;
+  r2.precision(17);
+  r2 << "r2=" << core.quality.r2;
+  EXPECT_NE(csv.find(r2.str()), std::string::npos) << csv.substr(0, 200);
+}
+
+}  // namespace
+}  // namespace tl

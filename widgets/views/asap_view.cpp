@@ -1,0 +1,436 @@
+#include "widgets/views/asap_view.h"
+
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <cmath>
+#include <exception>
+#include <sstream>
+
+#include "common/errors.h"
+#include "io/atomic_file.h"
+#include "widgets/plot/plot_style.h"
+
+namespace tl {
+namespace {
+
+// Beyond this many tokens the n² plans and the refits stop being interactive; the view says so.
+constexpr int kMaxTokens = 1024;
+constexpr int kMaxSlices = 128;
+
+double lambdaOf(int halfDecades) { return std::pow(10.0, halfDecades / 2.0); }
+
+QCPAxisRect* addTitledRect(QCustomPlot* plot, QCPLayoutGrid* grid, int column, const QString& xLabel,
+                           const QString& yLabel, QCPTextElement** title) {
+  auto* cell = new QCPLayoutGrid;
+  grid->addElement(0, column, cell);
+  *title = new QCPTextElement(plot, QString(), captionFont());
+  auto* rect = new QCPAxisRect(plot);
+  cell->addElement(0, 0, *title);
+  cell->addElement(1, 0, rect);
+  cell->setRowStretchFactors({0.01, 1});
+  styleAxis(rect->axis(QCPAxis::atBottom), xLabel);
+  styleAxis(rect->axis(QCPAxis::atLeft), yLabel);
+  return rect;
+}
+
+QCPGraph* addLine(QCPAxisRect* rect, const QColor& color, Qt::PenStyle style = Qt::SolidLine, double width = 1.2) {
+  auto* g = new QCPGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+  g->setPen(QPen(color, width, style));
+  return g;
+}
+
+QCPGraph* addPoints(QCPAxisRect* rect, const QColor& color, double size) {
+  auto* g = addLine(rect, color);
+  g->setLineStyle(QCPGraph::lsNone);
+  g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, size));
+  return g;
+}
+
+// Below the panel (its cell's row 2), two entries a row: inside a small panel a legend would hide the data.
+void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items) {
+  auto* cell = static_cast<QCPLayoutGrid*>(rect->layout());
+  auto* legend = new QCPLegend;
+  cell->addElement(2, 0, legend);
+  legend->setFont(QFont("DejaVu Sans", 8));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(2);
+  for (QCPAbstractPlottable* p : items) legend->addItem(new QCPPlottableLegendItem(legend, p));
+  cell->setRowStretchFactors({0.01, 1, 0.01});
+}
+
+QVector<double> toQVector(const VecD& v) { return QVector<double>(v.data(), v.data() + v.size()); }
+
+// Comparison maps: 0 log ratio ASAP / teacher, 1 log ratio ASAP-0 / teacher, 2 and 3 the differences.
+MatD comparison(const AsapInspection& fit, int kind) {
+  const MatD& plan = kind % 2 == 0 ? fit.asapPlan : fit.asap0Plan;
+  if (kind >= 2) return plan - fit.teacherPlan;
+  // Padded rows and columns are 0 in every plan: ratio 1 there.
+  return (fit.teacherPlan.array() > 0).select((plan.array() / fit.teacherPlan.array()).log(), 0.0);
+}
+
+}  // namespace
+
+AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
+  worker_.setMaxThreadCount(1);
+  auto* content = new QWidget(this);
+  auto* layout = new QVBoxLayout(content);
+  layout->setContentsMargins(2, 2, 2, 2);
+  auto* bar = new QHBoxLayout;
+  slicesSlider_ = new QSlider(Qt::Horizontal, content);
+  slicesSlider_->setObjectName("asapSlices");
+  slicesSlider_->setRange(1, kMaxSlices);
+  slicesSlider_->setValue(16);
+  slicesSlider_->setToolTip(tr("Number of slices L (the first L directions of a seeded bank); refits"));
+  lambdaSlider_ = new QSlider(Qt::Horizontal, content);
+  lambdaSlider_->setObjectName("asapLambda");
+  lambdaSlider_->setRange(-20, 0);
+  lambdaSlider_->setValue(-8);
+  lambdaSlider_->setToolTip(tr("Ridge λ_B on the normalised risk, in half decades; refits"));
+  slicesLabel_ = new QLabel(content);
+  lambdaLabel_ = new QLabel(content);
+  for (QLabel* l : {slicesLabel_, lambdaLabel_}) l->setMinimumWidth(88);
+  fitBox_ = new QComboBox(content);
+  fitBox_->setObjectName("asapFit");
+  fitBox_->addItem(tr("LS fit"), "ls");
+  fitBox_->addItem(tr("KL fit"), "kl");
+  sliceBox_ = new QSpinBox(content);
+  sliceBox_->setObjectName("asapSlice");
+  sliceBox_->setToolTip(tr("Slice θ_l shown in the slice inspector"));
+  comparisonBox_ = new QComboBox(content);
+  comparisonBox_->setObjectName("asapComparison");
+  comparisonBox_->addItem(tr("log(ASAP / teacher)"));
+  comparisonBox_->addItem(tr("log(ASAP-0 / teacher)"));
+  comparisonBox_->addItem(tr("ASAP − teacher"));
+  comparisonBox_->addItem(tr("ASAP-0 − teacher"));
+  bar->addWidget(slicesLabel_);
+  bar->addWidget(slicesSlider_, 1);
+  bar->addSpacing(8);
+  bar->addWidget(lambdaLabel_);
+  bar->addWidget(lambdaSlider_, 1);
+  bar->addSpacing(8);
+  bar->addWidget(fitBox_);
+  bar->addSpacing(8);
+  bar->addWidget(new QLabel(tr("slice θ_l"), content));
+  bar->addWidget(sliceBox_);
+  bar->addSpacing(8);
+  bar->addWidget(comparisonBox_);
+  layout->addLayout(bar);
+  readout_ = new QLabel(content);
+  readout_->setObjectName("asapReadout");
+  readout_->setTextFormat(Qt::RichText);
+  layout->addWidget(readout_);
+
+  QCPLayoutGrid* grid = makePlot(content, tr("ASAP / sliced potentials"), QSize(900, 480), captionFont());
+  plot_->setAutoAddPlottableToLegend(false);  // each panel has its own legend
+  auto* top = new QCPLayoutGrid;
+  auto* bottom = new QCPLayoutGrid;
+  grid->addElement(0, 0, top);
+  grid->addElement(1, 0, bottom);
+  grid->setRowSpacing(10);
+
+  scatterRect_ = addTitledRect(plot_, top, 0, tr("teacher dual f̄_i (cost units, centred)"),
+                               tr("fitted dual f̂_i = (Φβ)_i"),
+                               &scatterTitle_);
+  diagonal_ = addLine(scatterRect_, QColor(90, 90, 90));
+  diagonal_->setName(tr("f̂ = f̄"));
+  bandLow_ = addLine(scatterRect_, QColor(200, 30, 30), Qt::DashLine);
+  bandHigh_ = addLine(scatterRect_, QColor(200, 30, 30), Qt::DashLine);
+  bandLow_->setName(tr("f̄ ± δ"));
+  scatter_ = addPoints(scatterRect_, rowColor(), 5);
+  scatter_->setName(tr("tokens"));
+  addLegendBelow(scatterRect_, {scatter_, diagonal_, bandLow_});
+
+  matchingRect_ = addTitledRect(plot_, top, 1, tr("projection onto θ_l"), QString(), &matchingTitle_);
+  QCPAxis* side = matchingRect_->axis(QCPAxis::atLeft);
+  side->setRange(-0.4, 1.4);
+  QSharedPointer<QCPAxisTickerText> sides(new QCPAxisTickerText);
+  sides->addTick(1, tr("x (q)"));
+  sides->addTick(0, tr("y (k)"));
+  side->setTicker(sides);
+  side->grid()->setVisible(false);
+  queries_ = addPoints(matchingRect_, rowColor(), 6);
+  keys_ = addPoints(matchingRect_, colColor(), 6);
+
+  potentialRect_ = addTitledRect(plot_, top, 2, tr("z (projection onto θ_l)"), tr("potential"), &potentialTitle_);
+  potentialCurve_ = addLine(potentialRect_, rowColor(), Qt::DotLine);
+  potentialCurve_->setName(tr("f^θ(z), extended"));
+  interpolant_ = addLine(potentialRect_, QColor(44, 160, 44), Qt::SolidLine, 1.6);
+  interpolant_->setName(tr("φ = ½z² − f^θ (piecewise linear)"));
+  potentialPoints_ = addPoints(potentialRect_, rowColor(), 5);
+  potentialPoints_->setName(tr("f^θ(x_i)"));
+  addLegendBelow(potentialRect_, {potentialPoints_, potentialCurve_, interpolant_});
+
+  phiMap_ = addMatrixMap(plot_, top, 0, 3, tr("token i"), tr("slice l"), divergingGradient());
+  top->setColumnStretchFactors({1.1, 1.1, 1.1, 1});
+  top->setColumnSpacing(14);
+
+  teacherMap_ = addMatrixMap(plot_, bottom, 0, 0, tr("query i"), tr("key j"), viridisGradient());
+  asapMap_ = addMatrixMap(plot_, bottom, 0, 1, tr("query i"), tr("key j"), viridisGradient());
+  asap0Map_ = addMatrixMap(plot_, bottom, 0, 2, tr("query i"), tr("key j"), viridisGradient());
+  comparisonMap_ = addMatrixMap(plot_, bottom, 0, 3, tr("query i"), tr("key j"), divergingGradient());
+  bottom->setColumnSpacing(14);
+  layout->addWidget(plot_, 1);
+  setContent(content);
+  updateSliderLabels();
+
+  const auto refitWithNewSettings = [this] {
+    updateSliderLabels();
+    refit();
+  };
+  connect(slicesSlider_, &QSlider::valueChanged, this, refitWithNewSettings);
+  connect(lambdaSlider_, &QSlider::valueChanged, this, refitWithNewSettings);
+  connect(fitBox_, &QComboBox::currentIndexChanged, this, refitWithNewSettings);
+  connect(sliceBox_, &QSpinBox::valueChanged, this, [this] {
+    drawSlice();
+    plot_->replot();
+  });
+  connect(comparisonBox_, &QComboBox::currentIndexChanged, this, [this] {
+    drawPlans();
+    plot_->replot();
+  });
+}
+
+AsapView::~AsapView() {
+  worker_.clear();
+  worker_.waitForDone();
+}
+
+void AsapView::updateSliderLabels() {
+  slicesLabel_->setText(tr("slices L = %1").arg(slicesSlider_->value()));
+  lambdaLabel_->setText(tr("λ_B = %1").arg(lambdaOf(lambdaSlider_->value()), 0, 'g', 2));
+}
+
+AsapInspectionSettings AsapView::wantedSettings(const SinkhornParams& teacher) const {
+  AsapInspectionSettings s;
+  s.teacher = teacher;
+  s.L = slicesSlider_->value();
+  s.lambdaB = lambdaOf(lambdaSlider_->value());
+  s.fit = parseFitKind(fitBox_->currentData().toString().toStdString());
+  return s;
+}
+
+void AsapView::setResult(std::shared_ptr<const SessionResult> result) {
+  result_ = std::move(result);
+  refit();
+}
+
+void AsapView::refit() {
+  ++generation_;
+  worker_.clear();  // a queued fit for older settings is no longer wanted
+  const OperatorRun* run = primaryRunOf(result_.get(), "sinkhorn");
+  const uint64_t requestId = result_ ? result_->requestId : 0;
+  QString why;
+  if (!result_) why = tr("No result yet.");
+  else if (!run)
+    why = tr("This view fits sliced potentials to a Sinkhorn teacher's dual on the current input.\nThe primary "
+             "operator is %1: pick Sinkhorn (T ≥ 2) in the Operator panel to see the fit.")
+              .arg(primaryRun(result_.get()) ? operatorCaption(primaryRun(result_.get())->spec) : tr("none"));
+  else if (!result_->input)
+    why = tr("This result has no attention input to fit on.");
+  else if (result_->input->nQueries() > kMaxTokens)
+    why = tr("The ASAP view fits inputs of at most %1 tokens; this one has %2. Pick a smaller source.")
+              .arg(kMaxTokens).arg(result_->input->nQueries());
+  if (!why.isEmpty()) {
+    inspection_.reset();
+    showMessage(why);
+    if (result_) emit redrawn(requestId);
+    return;
+  }
+  stale_ = parentWidget() && !isVisible();
+  if (stale_) return;
+  const AsapInspectionSettings settings = wantedSettings(SinkhornParams::from(run->spec.params));
+  auto input = result_->input;
+  const uint64_t generation = generation_;
+  worker_.start([this, input, settings, generation, requestId] {
+    std::shared_ptr<const AsapInspection> fit;
+    QString error;
+    try {
+      fit = std::make_shared<const AsapInspection>(inspectAsap(*input, settings));
+    } catch (const std::exception& e) {  // tl::Error for inputs the fit refuses; anything else is reported too
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(
+        this,
+        [this, fit, error, input, generation, requestId] {
+          if (generation != generation_) return;  // a newer request is on its way
+          if (!fit) {
+            inspection_.reset();
+            showMessage(error);
+            emit redrawn(requestId);
+            return;
+          }
+          fittedInput_ = input;
+          showFit(fit, requestId);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void AsapView::showEvent(QShowEvent* event) {
+  FamilyView::showEvent(event);
+  if (stale_) refit();
+}
+
+void AsapView::finishPending() {
+  worker_.waitForDone();
+  QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
+}
+
+void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId) {
+  inspection_ = std::move(fit);
+  showContent();
+  const AsapInspectionSettings& s = inspection_->settings;
+  heading_->setText(tr("Sliced-potential fit to Sinkhorn T=%1, eps=%2 on this input  —  L = %3, λ_B = %4, %5")
+                        .arg(s.teacher.T).arg(s.teacher.eps).arg(s.L).arg(s.lambdaB, 0, 'g', 2)
+                        .arg(s.fit == FitKind::Ls ? tr("LS") : tr("KL")));
+  {
+    const QSignalBlocker block(sliceBox_);
+    sliceBox_->setRange(0, s.L - 1);
+  }
+  const double bound = inspection_->planRatioBound();
+  // Dual stability bounds ASAP-0 against the plan of the exact dual: the teacher's only when it ends on columns.
+  const QString band = inspection_->closing == Closing::Column
+                           ? tr("plan ratios P<sub>ASAP-0</sub>/P<sub>teacher</sub> within")
+                           : tr("dual-stability band (to the T − 1 plan)");
+  readout_->setText(tr("R² = <b>%1</b> · δ = ‖f̂ − f̄‖<sub>∞</sub> = <b>%2</b> · %6 "
+                       "e<sup>±2δ/ε</sup> = [<b>%3</b>, <b>%4</b>] · %5 tokens")
+                        .arg(inspection_->quality.r2, 0, 'f', 4).arg(inspection_->quality.delta, 0, 'g', 3)
+                        .arg(1.0 / bound, 0, 'g', 3).arg(bound, 0, 'g', 3).arg(inspection_->fitted.size())
+                        .arg(band));
+  drawScatter();
+  drawSlice();
+  drawPlans();
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  emit redrawn(requestId);
+}
+
+void AsapView::drawScatter() {
+  const AsapInspection& fit = *inspection_;
+  scatter_->setData(toQVector(fit.target), toQVector(fit.fitted));
+  const double lo = std::min(fit.target.minCoeff(), fit.fitted.minCoeff());
+  const double hi = std::max(fit.target.maxCoeff(), fit.fitted.maxCoeff());
+  const double pad = 0.05 * std::max(hi - lo, 1e-9), d = fit.quality.delta;
+  const QVector<double> ends{lo - pad, hi + pad};
+  diagonal_->setData(ends, ends, true);
+  bandLow_->setData(ends, {ends[0] - d, ends[1] - d}, true);
+  bandHigh_->setData(ends, {ends[0] + d, ends[1] + d}, true);
+  scatterRect_->axis(QCPAxis::atBottom)->setRange(lo - pad, hi + pad);
+  scatterRect_->axis(QCPAxis::atLeft)->setRange(lo - pad, hi + pad);
+  scatterTitle_->setText(tr("dual fit: R² = %1, δ = %2").arg(scatterR2(), 0, 'f', 4).arg(d, 0, 'g', 3));
+  bandLow_->setName(tr("f̄ ± δ: plan ratios in [%1, %2]")
+                        .arg(1.0 / fit.planRatioBound(), 0, 'g', 3).arg(fit.planRatioBound(), 0, 'g', 3));
+}
+
+void AsapView::drawSlice() {
+  if (!inspection_) return;
+  const int l = sliceBox_->value();
+  const SliceInspection s = inspectSlice(*fittedInput_, *inspection_, l);
+  queries_->setData(toQVector(s.x), QVector<double>(int(s.x.size()), 1.0));
+  keys_->setData(toQVector(s.y), QVector<double>(int(s.y.size()), 0.0));
+  // The sorted matching: one segment per pair (query rank r ↔ key rank r). The view's only items are these.
+  plot_->clearItems();
+  for (Eigen::Index i = 0; i < s.x.size(); ++i) {
+    auto* segment = new QCPItemLine(plot_);
+    segment->setClipAxisRect(matchingRect_);
+    segment->setClipToAxisRect(true);
+    for (QCPItemPosition* p : {segment->start, segment->end})
+      p->setAxes(matchingRect_->axis(QCPAxis::atBottom), matchingRect_->axis(QCPAxis::atLeft));
+    segment->start->setCoords(s.x(i), 1.0);
+    segment->end->setCoords(s.y(s.matchedKey[size_t(i)]), 0.0);
+    segment->setPen(QPen(QColor(120, 120, 120, 140), 0.8));
+  }
+  const double lo = s.grid(0), hi = s.grid(s.grid.size() - 1);
+  matchingRect_->axis(QCPAxis::atBottom)->setRange(lo, hi);
+  matchingTitle_->setText(tr("slice θ_%1: sorted matching").arg(l));
+  potentialTitle_->setText(tr("1-D potential along θ_%1").arg(l));
+  potentialPoints_->setData(toQVector(s.x), toQVector(s.potential));
+  potentialCurve_->setData(toQVector(s.grid), toQVector(s.potentialCurve), true);
+  interpolant_->setData(toQVector(s.grid), toQVector(s.interpolant), true);
+  potentialRect_->axis(QCPAxis::atBottom)->setRange(lo, hi);
+  const double vlo = std::min(s.potentialCurve.minCoeff(), s.interpolant.minCoeff());
+  const double vhi = std::max(s.potentialCurve.maxCoeff(), s.interpolant.maxCoeff());
+  potentialRect_->axis(QCPAxis::atLeft)->setRange(vlo - 0.05 * (vhi - vlo + 1e-9), vhi + 0.05 * (vhi - vlo + 1e-9));
+}
+
+void AsapView::drawPlans() {
+  if (!inspection_) return;
+  const AsapInspection& fit = *inspection_;
+  const double hi = std::max({fit.teacherPlan.maxCoeff(), fit.asapPlan.maxCoeff(), fit.asap0Plan.maxCoeff()});
+  fillMatrixMap(teacherMap_, fit.teacherPlan, 0, hi);
+  fillMatrixMap(asapMap_, fit.asapPlan, 0, hi);
+  fillMatrixMap(asap0Map_, fit.asap0Plan, 0, hi);
+  const auto errors = [](const MarginalErrors& e) {
+    return tr("max row / col error %1 / %2").arg(e.rowMax, 0, 'g', 2).arg(e.colMax, 0, 'g', 2);
+  };
+  teacherMap_.title->setText(
+      tr("teacher: Sinkhorn T = %1\n%2").arg(fit.settings.teacher.T).arg(errors(fit.teacherErrors)));
+  asapMap_.title->setText(tr("ASAP (two-sided, %1 closing): rel. error %2\n%3")
+                              .arg(closingName(fit.closing)).arg(fit.asapRelativeError, 0, 'g', 3)
+                              .arg(errors(fit.asapErrors)));
+  asap0Map_.title->setText(tr("ASAP-0: rel. error %1\n%2").arg(fit.asap0RelativeError, 0, 'g', 3)
+                               .arg(errors(fit.asap0Errors)));
+  const int kind = comparisonBox_->currentIndex();
+  const MatD c = comparison(fit, kind);
+  const double m = std::max(c.cwiseAbs().maxCoeff(), 1e-12);
+  fillMatrixMap(comparisonMap_, c, -m, m);
+  comparisonMap_.title->setText(comparisonBox_->currentText());
+  const double phiMax = std::max(fit.phi.cwiseAbs().maxCoeff(), 1e-12);
+  fillMatrixMap(phiMap_, fit.phi, -phiMax, phiMax);
+  phiMap_.title->setText(tr("features Φ (%1 × %2)").arg(fit.phi.rows()).arg(fit.phi.cols()));
+}
+
+double AsapView::scatterR2() const {
+  double residual = 0, total = 0;
+  for (auto it = scatter_->data()->constBegin(); it != scatter_->data()->constEnd(); ++it) {
+    residual += (it->value - it->key) * (it->value - it->key);
+    total += it->key * it->key;
+  }
+  return total > 0 ? 1.0 - residual / total : 0.0;
+}
+
+int AsapView::scatterPoints() const { return showingContent() ? scatter_->data()->size() : 0; }
+
+void AsapView::exportFigure(const std::string& path, const std::string& format,
+                            const ExportSettings& settings) const {
+  if (format != "csv") return FamilyView::exportFigure(path, format, settings);
+  if (!inspection_) throw InvalidArgument("the ASAP view has no fit to export");
+  const AsapInspection& fit = *inspection_;
+  std::ostringstream csv;
+  csv.precision(17);
+  csv << "# ASAP fit on one input: teacher Sinkhorn T=" << fit.settings.teacher.T << " eps=" << fit.settings.teacher.eps
+      << ", L=" << fit.settings.L << ", lambda_b=" << fit.settings.lambdaB << ", fit=" << fitKindName(fit.settings.fit)
+      << ", r2=" << fit.quality.r2 << ", delta=" << fit.quality.delta << "\n";
+  csv << "token,teacher_dual,fitted_dual,error\n";
+  for (Eigen::Index i = 0; i < fit.fitted.size(); ++i)
+    csv << i << ',' << fit.target(i) << ',' << fit.fitted(i) << ',' << fit.fitted(i) - fit.target(i) << '\n';
+  writeFileAtomically(path, csv.str());
+}
+
+nlohmann::json AsapView::saveState() const {
+  return {{"slices", slicesSlider_->value()},
+          {"lambda_b_half_decades", lambdaSlider_->value()},
+          {"fit", fitBox_->currentData().toString().toStdString()},
+          {"slice", sliceBox_->value()},
+          {"comparison", comparisonBox_->currentIndex()}};
+}
+
+void AsapView::restoreState(const nlohmann::json& state) {
+  const QSignalBlocker a(slicesSlider_), b(lambdaSlider_), c(fitBox_), d(sliceBox_), e(comparisonBox_);
+  slicesSlider_->setValue(stateValue(state, "slices", slicesSlider_->value()));
+  lambdaSlider_->setValue(stateValue(state, "lambda_b_half_decades", lambdaSlider_->value()));
+  const int fit = fitBox_->findData(QString::fromStdString(stateValue(state, "fit", std::string("ls"))));
+  if (fit >= 0) fitBox_->setCurrentIndex(fit);
+  sliceBox_->setRange(0, kMaxSlices - 1);
+  sliceBox_->setValue(stateValue(state, "slice", 0));
+  comparisonBox_->setCurrentIndex(std::clamp(stateValue(state, "comparison", 0), 0, comparisonBox_->count() - 1));
+  updateSliderLabels();
+  if (result_) refit();
+}
+
+}  // namespace tl

@@ -1,0 +1,91 @@
+#pragma once
+// ASAP / sliced potentials (docs/gui.md#asap-view): when the primary operator is Sinkhorn with T ≥ 2, it is
+// the teacher, and the view fits a sliced-potential dual to it on the current input (core: inspectAsap) and
+// draws the dual scatter f̂ against f̄ with R², δ and the plan-ratio band e^{±2δ/eps}, one slice's 1-D
+// problem (projected queries and keys, the sorted matching, the potential f^θ and the piecewise-linear φ),
+// the feature matrix Φ, and the teacher, ASAP and ASAP-0 plans with a log-ratio or difference map. The
+// sliders (slices L, λ_B) refit on a worker thread, and only while the view is visible in the main window;
+// the figure exports as png/svg/pdf and the duals as csv.
+#include <QThreadPool>
+#include <memory>
+
+#include "ops/asap/asap_inspection.h"
+#include "widgets/plot/matrix_map.h"
+#include "widgets/views/family_view.h"
+
+class QComboBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+
+namespace tl {
+
+class AsapView : public FamilyView {
+  Q_OBJECT
+ public:
+  explicit AsapView(QWidget* parent = nullptr);
+  ~AsapView() override;
+
+  std::string viewName() const override { return "asap"; }
+  QString title() const override { return tr("ASAP / sliced potentials"); }
+  void setResult(std::shared_ptr<const SessionResult> result) override;
+  void finishPending() override;
+  nlohmann::json saveState() const override;
+  void restoreState(const nlohmann::json& state) override;
+  std::vector<std::string> exportFormats() const override { return {"png", "svg", "pdf", "csv"}; }
+  void exportFigure(const std::string& path, const std::string& format,
+                    const ExportSettings& settings) const override;
+
+  // What is drawn, for tests: the fit behind the figure (null before one), and R² recomputed from the
+  // scatter's own points, 1 − Σ(f̂ − f̄)²/Σ f̄².
+  const AsapInspection* inspection() const { return inspection_.get(); }
+  double scatterR2() const;
+  int scatterPoints() const;
+  const MatrixMap& featureMap() const { return phiMap_; }
+  const MatrixMap& comparisonMap() const { return comparisonMap_; }
+
+ private:
+  AsapInspectionSettings wantedSettings(const SinkhornParams& teacher) const;
+  void refit();
+  // In the main window a hidden tab does not fit; it refits when shown (headless views always fit).
+  void showEvent(QShowEvent* event) override;
+  void showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId);
+  void drawScatter();
+  void drawSlice();
+  void drawPlans();
+  void updateSliderLabels();
+
+  QSlider* slicesSlider_ = nullptr;
+  QSlider* lambdaSlider_ = nullptr;  // log10 λ_B in half decades
+  QLabel* slicesLabel_ = nullptr;
+  QLabel* lambdaLabel_ = nullptr;
+  QComboBox* fitBox_ = nullptr;
+  QSpinBox* sliceBox_ = nullptr;
+  QComboBox* comparisonBox_ = nullptr;
+  QLabel* readout_ = nullptr;
+
+  QCPAxisRect* scatterRect_ = nullptr;
+  QCPTextElement* scatterTitle_ = nullptr;
+  QCPGraph* scatter_ = nullptr;
+  QCPGraph* diagonal_ = nullptr;
+  QCPGraph* bandLow_ = nullptr;
+  QCPGraph* bandHigh_ = nullptr;
+  QCPAxisRect* matchingRect_ = nullptr;
+  QCPTextElement* matchingTitle_ = nullptr;
+  QCPGraph* queries_ = nullptr;
+  QCPGraph* keys_ = nullptr;
+  QCPAxisRect* potentialRect_ = nullptr;
+  QCPTextElement* potentialTitle_ = nullptr;
+  QCPGraph* potentialPoints_ = nullptr;
+  QCPGraph* potentialCurve_ = nullptr;
+  QCPGraph* interpolant_ = nullptr;
+  MatrixMap phiMap_, teacherMap_, asapMap_, asap0Map_, comparisonMap_;
+
+  QThreadPool worker_;  // one fit at a time; a newer request drops the queued one
+  uint64_t generation_ = 0;
+  bool stale_ = false;  // a fit was skipped while the view was hidden
+  std::shared_ptr<const AsapInspection> inspection_;
+  std::shared_ptr<const AttentionInput<double>> fittedInput_;  // the input inspection_ was fitted on
+};
+
+}  // namespace tl
