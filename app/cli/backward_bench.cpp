@@ -20,20 +20,12 @@ struct Timings {
   std::vector<double> forward, oneReference, direct;
 };
 
-// Q, K, V, G ~ N(0, 1) (seed 0), n × d; the schedules run alternately so that machine noise hits both alike.
+// Q, K, V ~ N(0, 1) (seed 0), G ~ N(0, 1) (seed 1), n × d; the schedules run alternately so that machine noise hits both alike.
 template <class T>
 Timings timeBackward(const BandedParams& p, int n, int d, int repeats) {
-  SeededRandom random(0);
-  auto draw = [&] {
-    Mat<T> m(n, d);
-    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = T(random.normal());
-    return m;
-  };
-  AttentionInput<T> input;
-  input.Q = draw();
-  input.K = draw();
-  input.V = draw();
-  const Mat<T> G = draw();
+  const AttentionInput<T> input = gaussianHead<T>(n, d, 0);
+  SeededRandom random(1);
+  const Mat<T> G = gaussianMatrix<T>(random, n, d);
   const BandedGradientOptions oneRef{BandedGradientMode::Surrogate, BandedTailSchedule::OneReference};
   const BandedGradientOptions direct{BandedGradientMode::Surrogate, BandedTailSchedule::Direct};
   (void)bandedGradients(input, p, G, oneRef);  // warm-up

@@ -58,22 +58,6 @@ CommandLine benchCommandLine() {
        {"json", "FILE", "also write every timing as JSON to FILE"}});
 }
 
-// One head with Q, K, V ~ N(0, 1), n × d: the distribution bench_reference.py draws as well.
-template <class T>
-AttentionInput<T> gaussianHead(int n, int d, uint64_t seed) {
-  SeededRandom random(seed);
-  auto draw = [&] {
-    Mat<T> m(n, d);
-    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = T(random.normal());
-    return m;
-  };
-  AttentionInput<T> input;
-  input.Q = draw();
-  input.K = draw();
-  input.V = draw();
-  return input;
-}
-
 // File parameters the bench makes itself (deterministic, seed = position of the --op), written as .npy into
 // `dir` so that the C++ operator and the reference read the same arrays: ASAP's compiled layer (L = 32 unit
 // slice directions, β ~ N(0, 1/L)) unless slices+beta or a dual are given (compiled=DIR,layer=l: that layer's

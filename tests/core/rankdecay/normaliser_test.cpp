@@ -10,15 +10,10 @@
 #include "data/random.h"
 #include "ops/registry.h"
 #include "rankdecay/residual.h"
+#include "rankdecay/rank_decay_test_util.h"
 
 namespace tl::rankdecay {
 namespace {
-
-MatD gaussian(SeededRandom& rng, int rows, int cols, double sd = 1) {
-  MatD M(rows, cols);
-  for (Eigen::Index i = 0; i < M.size(); ++i) M.data()[i] = sd * rng.normal();
-  return M;
-}
 
 MatD plan(const std::string& spec, const MatD& S) {
   return normaliseScores(*OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse(spec)), S,

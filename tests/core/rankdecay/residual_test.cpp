@@ -6,15 +6,10 @@
 #include <cmath>
 
 #include "data/random.h"
+#include "rankdecay/rank_decay_test_util.h"
 
 namespace tl::rankdecay {
 namespace {
-
-MatD gaussian(SeededRandom& rng, int rows, int cols, double sd = 1) {
-  MatD M(rows, cols);
-  for (Eigen::Index i = 0; i < M.size(); ++i) M.data()[i] = sd * rng.normal();
-  return M;
-}
 
 TEST(Residual, ConstantRowsHaveNoResidualAndShiftsLeaveItUnchanged) {  // O-1
   SeededRandom rng(1);

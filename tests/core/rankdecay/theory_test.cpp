@@ -13,15 +13,10 @@
 #include "rankdecay/normaliser.h"
 #include "rankdecay/residual.h"
 #include "rankdecay/synthetic_stack.h"
+#include "rankdecay/rank_decay_test_util.h"
 
 namespace tl::rankdecay {
 namespace {
-
-MatD gaussian(SeededRandom& rng, int rows, int cols, double sd = 1) {
-  MatD M(rows, cols);
-  for (Eigen::Index i = 0; i < M.size(); ++i) M.data()[i] = sd * rng.normal();
-  return M;
-}
 
 std::unique_ptr<Operator> make(const std::string& spec) {
   return OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse(spec));

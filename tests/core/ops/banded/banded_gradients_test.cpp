@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/banded/banded_tail.h"
+#include "ops/banded/banded_test_util.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -16,24 +17,14 @@ using test::gaussian;
 using test::throwsWith;
 
 AttentionInput<double> makeInput(int nq, int nk, int d, int dv, uint64_t seed) {
-  AttentionInput<double> in;
-  in.Q = gaussian(nq, d, seed);
-  in.K = gaussian(nk, d, seed + 1);
-  in.V = gaussian(nk, dv, seed + 2);
-  return in;
+  return test::bandedInput(nq, nk, d, dv, seed);
 }
 
 BandedParams params(int W, int base, int tail, double eps = 1.0, bool dustbin = false) {
-  BandedParams p;
-  p.W = W;
-  p.baseSteps = base;
-  p.tailSteps = tail;
-  p.eps = eps;
-  p.dustbin = dustbin;
-  return p;
+  return test::bandedParams(W, base, tail, eps, dustbin);
 }
 
-double maxAbs(const MatD& m) { return m.cwiseAbs().maxCoeff(); }
+using test::maxAbs;
 
 // The surrogate's loss at `input` with the base state taken from `baseInput` (the stopped constant).
 double stoppedLoss(const AttentionInput<double>& input, const AttentionInput<double>& baseInput, const BandedParams& p,
