@@ -20,14 +20,8 @@ namespace {
 using test::gaussian;
 using test::throwsWith;
 
-AttentionInput<double> makeInput(int nq, int nk, int d, int dv, uint64_t seed) {
-  return test::bandedInput(nq, nk, d, dv, seed);
-}
-
-BandedParams params(int W, int base, int tail, double eps = 1.0, bool dustbin = false) {
-  return test::bandedParams(W, base, tail, eps, dustbin);
-}
-
+using test::bandedInput;
+using test::bandedParams;
 using test::maxAbs;
 
 // Δ by its definition, O(n²m²).
@@ -50,9 +44,9 @@ VecD fullStep(const MatD& S, const VecD& v) {
 
 // Oracle 10: g_full − g_surr = c_R to 1e-9·max(1, gap) for R in {0, 1, 2, 4}; the gap is not 0 (the test can fail).
 TEST(BiasCertificate, IdentityWithFullBackpropagation) {
-  const auto in = makeInput(40, 40, 8, 8, 200);
+  const auto in = bandedInput(40, 40, 8, 8, 200);
   const MatD G = gaussian(40, 8, 203);
-  const auto cert = biasCertificate(in, params(39, 15, 2), G, {0, 1, 2, 4}, 1e-5);
+  const auto cert = biasCertificate(in, bandedParams(39, 15, 2), G, {0, 1, 2, 4}, 1e-5);
   ASSERT_EQ(cert.rows.size(), 4u);
   for (const BiasRow& row : cert.rows) {
     EXPECT_GT(row.gapInf, 0.0) << "R=" << row.R;
@@ -65,16 +59,17 @@ TEST(BiasCertificate, IdentityWithFullBackpropagation) {
 
 // The same identity on a banded, masked and a dustbin problem; c_R has no V component (dV of the state VJP is 0).
 TEST(BiasCertificate, IdentityOnBandedMaskedAndDustbinProblems) {
-  auto masked = makeInput(30, 30, 4, 3, 210);
+  auto masked = bandedInput(30, 30, 4, 3, 210);
   masked.mask = test::makeMask(std::vector<bool>(30, true));
   (*masked.mask)(3) = (*masked.mask)(17) = false;
   const MatD G = gaussian(30, 3, 213);
-  for (const auto& [in, p] : {std::pair{makeInput(30, 30, 4, 3, 220), params(4, 8, 2)}, std::pair{masked, params(3, 8, 1)},
-                              std::pair{makeInput(30, 30, 4, 3, 230), params(2, 8, 2, 1.0, true)}}) {
+  for (const auto& [in, p] :
+       {std::pair{bandedInput(30, 30, 4, 3, 220), bandedParams(4, 8, 2)}, std::pair{masked, bandedParams(3, 8, 1)},
+        std::pair{bandedInput(30, 30, 4, 3, 230), bandedParams(2, 8, 2, 1.0, true)}}) {
     const auto cert = biasCertificate(in, p, G, {0, 1, 2, 3}, 1e-5);
     for (const BiasRow& row : cert.rows) EXPECT_LE(row.residual, 1e-9 * std::max(1.0, row.gapInf)) << "R=" << row.R;
   }
-  const auto sys = banded::makeSystem(makeInput(12, 12, 4, 3, 240), params(3, 4, 1), &G);
+  const auto sys = banded::makeSystem(bandedInput(12, 12, 4, 3, 240), bandedParams(3, 4, 1), &G);
   auto it = banded::startIterates(sys);
   banded::appendSteps(sys, it, 4, true);
   const auto c = banded::pullBackState(sys, it, 4, VecD(VecD::Zero(12)), VecD(VecD::Ones(12)));
@@ -86,9 +81,9 @@ TEST(BiasCertificate, IdentityOnBandedMaskedAndDustbinProblems) {
 // ‖g_full − g_surr‖₂ ≤ C_T‖η_R‖₂; the selected depth's gradient is within tau of full backpropagation.
 TEST(BiasCertificate, BoundsTheGapAndSelectsTheFirstCertifiedDepth) {
   const int n = 8, d = 3;
-  const auto in = makeInput(n, n, d, 2, 250);
+  const auto in = bandedInput(n, n, d, 2, 250);
   const MatD G = gaussian(n, 2, 253);
-  const BandedParams p = params(7, 6, 0);
+  const BandedParams p = bandedParams(7, 6, 0);
   const auto sys = banded::makeSystem(in, p, &G);
   auto it = banded::startIterates(sys);
   banded::appendSteps(sys, it, 6, true);
@@ -122,12 +117,20 @@ TEST(BiasCertificate, BoundsTheGapAndSelectsTheFirstCertifiedDepth) {
 }
 
 TEST(BiasCertificate, RefusesBadArguments) {
-  const auto in = makeInput(10, 10, 4, 3, 260);
+  const auto in = bandedInput(10, 10, 4, 3, 260);
   const MatD G = gaussian(10, 3, 263);
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { biasCertificate(in, params(2, 3, 2), G, {0, 1}, 0.0); }, {"tau must be > 0"}));
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { biasCertificate(in, params(2, 0, 2), G, {0, 1}, 1e-5); }, {"R = 0"}));
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { biasCertificate(in, params(2, 3, 2), MatD(G.leftCols(2)), {1}, 1e-5); },
-                                          {"G is 10×2"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>(
+      [&] {
+        biasCertificate(in, bandedParams(2, 3, 2), G, {0, 1}, 0.0);
+      },
+      {"tau must be > 0"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>(
+      [&] {
+        biasCertificate(in, bandedParams(2, 0, 2), G, {0, 1}, 1e-5);
+      },
+      {"R = 0"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>(
+      [&] { biasCertificate(in, bandedParams(2, 3, 2), MatD(G.leftCols(2)), {1}, 1e-5); }, {"G is 10×2"}));
 }
 
 // Oracle 12.
@@ -183,8 +186,8 @@ TEST(ProjectiveCertificate, BoundsTheContractionOfRandomBlocks) {
 // Tiles straddling the band edge are n/a (not strictly positive), interior tiles carry numbers; a dense
 // support makes every tile and strip positive; Δ is stored in logit units (eps re-evaluates it).
 TEST(ContractionCertificates, TileGridStripsAndCores) {
-  const auto in = makeInput(64, 64, 4, 2, 800);
-  const auto band = contractionCertificates(in, params(16, 5, 2), 8);
+  const auto in = bandedInput(64, 64, 4, 2, 800);
+  const auto band = contractionCertificates(in, bandedParams(16, 5, 2), 8);
   int interior = 0, na = 0;
   for (const CertificateBlock& b : band.tiles) {
     const Eigen::Index far = std::max(std::abs(b.row0 - (b.col1 - 1)), std::abs((b.row1 - 1) - b.col0));
@@ -208,7 +211,7 @@ TEST(ContractionCertificates, TileGridStripsAndCores) {
   EXPECT_EQ(summarizeContraction(band, 1.0).granularity, "tiles");
   EXPECT_EQ(summarizeContraction(band, 1.0).blocks, size_t(interior));
 
-  const auto dense = contractionCertificates(in, params(63, 5, 2), 16);
+  const auto dense = contractionCertificates(in, bandedParams(63, 5, 2), 16);
   for (const CertificateBlock& b : dense.tiles) EXPECT_TRUE(b.positive);
   for (const CertificateBlock& s : dense.strips) EXPECT_TRUE(s.positive);
   ASSERT_TRUE(dense.whole.has_value());
@@ -219,14 +222,14 @@ TEST(ContractionCertificates, TileGridStripsAndCores) {
   EXPECT_LE(summary.p95RhoH, summary.maxRhoH);
   EXPECT_LE(summary.maxRhoH, summary.maxRhoRange);
   EXPECT_LT(summarizeContraction(dense, 4.0).maxRhoH, summary.maxRhoH);  // larger eps, smaller Δ/eps
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { contractionCertificates(in, params(63, 5, 2), 0); }, {"tile"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { contractionCertificates(in, bandedParams(63, 5, 2), 0); }, {"tile"}));
 }
 
 // On a dense support the observed contraction of the iterates stays below the whole block's ρ_H, and is
 // reported as converged once the steps stall.
 TEST(ContractionCertificates, ObservedContractionStaysBelowTheCertificate) {
-  const auto in = makeInput(30, 30, 4, 2, 900);
-  const BandedParams p = params(29, 60, 2, 2.0);
+  const auto in = bandedInput(30, 30, 4, 2, 900);
+  const BandedParams p = bandedParams(29, 60, 2, 2.0);
   const auto certs = contractionCertificates(in, p, 8);
   ASSERT_TRUE(certs.whole.has_value());
   const double rho = certs.whole->at(p.eps).rhoH;

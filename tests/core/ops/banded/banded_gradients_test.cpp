@@ -16,14 +16,8 @@ namespace {
 using test::gaussian;
 using test::throwsWith;
 
-AttentionInput<double> makeInput(int nq, int nk, int d, int dv, uint64_t seed) {
-  return test::bandedInput(nq, nk, d, dv, seed);
-}
-
-BandedParams params(int W, int base, int tail, double eps = 1.0, bool dustbin = false) {
-  return test::bandedParams(W, base, tail, eps, dustbin);
-}
-
+using test::bandedInput;
+using test::bandedParams;
 using test::maxAbs;
 
 // The surrogate's loss at `input` with the base state taken from `baseInput` (the stopped constant).
@@ -44,10 +38,10 @@ double stoppedLoss(const AttentionInput<double>& input, const AttentionInput<dou
 
 // Oracle 5: central differences, h = 1e-6, base held fixed; ≤ 1e-7·max(1, max |grad|).
 TEST(BandedGradients, MatchFiniteDifferencesOfTheStoppedBaseLoss) {
-  const auto in = makeInput(9, 11, 3, 2, 40);
+  const auto in = bandedInput(9, 11, 3, 2, 40);
   const MatD G = gaussian(9, 2, 44);
   for (int R : {0, 1, 2, 3, 4}) {
-    const BandedParams p = params(2, 5, R, 0.8);
+    const BandedParams p = bandedParams(2, 5, R, 0.8);
     const auto g = bandedGradients(in, p, G);
     const double scale = std::max({1.0, maxAbs(g.dQ), maxAbs(g.dK), maxAbs(g.dV)});
     double worst = 0;
@@ -71,9 +65,9 @@ TEST(BandedGradients, MatchFiniteDifferencesOfTheStoppedBaseLoss) {
 // Oracle 6: the one-reference schedule equals the direct four-plan form, on a longer band and with a dustbin.
 TEST(BandedGradients, OneReferenceEqualsDirectFourPlan) {
   for (bool dustbin : {false, true}) {
-    const auto in = makeInput(120, 120, 8, 4, 50);
+    const auto in = bandedInput(120, 120, 8, 4, 50);
     const MatD G = gaussian(120, 4, 53);
-    const BandedParams p = params(17, 15, 2, 1.0, dustbin);
+    const BandedParams p = bandedParams(17, 15, 2, 1.0, dustbin);
     const auto one = bandedGradients(in, p, G, {BandedGradientMode::Surrogate, BandedTailSchedule::OneReference});
     const auto direct = bandedGradients(in, p, G, {BandedGradientMode::Surrogate, BandedTailSchedule::Direct});
     for (const auto& [a, b] : {std::pair{one.dQ, direct.dQ}, {one.dK, direct.dK}, {one.dV, direct.dV}})
@@ -88,9 +82,9 @@ TEST(BandedGradients, OneReferenceEqualsDirectFourPlan) {
 
 // Oracle 7 (Lemma 3): Σ g_u = Σ g_v, and the cotangent left on the base state sums to zero for R ≥ 1.
 TEST(BandedGradients, AdjointTotalsBalance) {
-  const auto in = makeInput(30, 30, 4, 3, 60);
+  const auto in = bandedInput(30, 30, 4, 3, 60);
   const MatD G = gaussian(30, 3, 63);
-  const BandedParams p = params(4, 6, 4);
+  const BandedParams p = bandedParams(4, 6, 4);
   const auto sys = banded::makeSystem(in, p, &G);
   auto it = banded::startIterates(sys);
   banded::appendSteps(sys, it, 6, true);
@@ -108,8 +102,8 @@ TEST(BandedGradients, AdjointTotalsBalance) {
 // c_t = Σ m_s, and the ledger's raw mixed plan exp(m_t)·exp(X + u_c[t] ⊕ v_c[t−1]) is row-stochastic, the
 // same-time plan column-stochastic.
 TEST(BandedGradients, GaugeLedgerReconstructsTheRawChain) {
-  const auto in = makeInput(25, 25, 4, 2, 70);
-  const auto sys = banded::makeSystem(in, params(3, 10, 0));
+  const auto in = bandedInput(25, 25, 4, 2, 70);
+  const auto sys = banded::makeSystem(in, bandedParams(3, 10, 0));
   auto centred = banded::startIterates(sys), raw = banded::startIterates(sys);
   banded::appendSteps(sys, centred, 10, true);
   banded::appendSteps(sys, raw, 10, false);
@@ -128,9 +122,9 @@ TEST(BandedGradients, GaugeLedgerReconstructsTheRawChain) {
 
 // Oracle 3: a constant moved between u^(0) and v^(0) (a gauge) changes neither the output nor the gradient.
 TEST(BandedGradients, GaugeOfTheBaseStateDoesNotMatter) {
-  const auto in = makeInput(20, 20, 4, 3, 80);
+  const auto in = bandedInput(20, 20, 4, 3, 80);
   const MatD G = gaussian(20, 3, 83);
-  const auto sys = banded::makeSystem(in, params(3, 5, 2), &G);
+  const auto sys = banded::makeSystem(in, bandedParams(3, 5, 2), &G);
   auto it = banded::startIterates(sys);
   banded::appendSteps(sys, it, 5, true);
   banded::appendSteps(sys, it, 2, false);
@@ -149,16 +143,16 @@ TEST(BandedGradients, GaugeOfTheBaseStateDoesNotMatter) {
 // Oracle 16: for R ≥ 1 the surrogate ignores a per-key shift of K (S_ij + a_i), so Σ_j dK_j = 0 and the
 // output does not move; at R = 0 (u^(0) stopped) neither holds.
 TEST(BandedGradients, RowShiftInvarianceFromOneTailStep) {
-  const auto in = makeInput(24, 24, 4, 3, 90);
+  const auto in = bandedInput(24, 24, 4, 3, 90);
   const MatD G = gaussian(24, 3, 93);
   const VecD k0 = gaussian(4, 1, 94).col(0);
   for (int R : {0, 1, 2, 4}) {
-    const auto g = bandedGradients(in, params(3, 6, R), G);
+    const auto g = bandedGradients(in, bandedParams(3, 6, R), G);
     const double total = g.dK.colwise().sum().cwiseAbs().maxCoeff();
     const double scale = g.dK.cwiseAbs().colwise().sum().maxCoeff();
     auto shifted = in;
     shifted.K = in.K.rowwise() + k0.transpose();
-    const auto moved = bandedGradients(shifted, params(3, 6, R), G);
+    const auto moved = bandedGradients(shifted, bandedParams(3, 6, R), G);
     if (R >= 1) {
       EXPECT_LE(total, 1e-12 * scale) << "R=" << R;
       EXPECT_LE(maxAbs(moved.output - g.output), 1e-12 * maxAbs(g.output)) << "R=" << R;
@@ -170,9 +164,9 @@ TEST(BandedGradients, RowShiftInvarianceFromOneTailStep) {
 
 // Oracle 15: the tile size only groups the certificates; the gradients do not depend on it.
 TEST(BandedGradients, IndependentOfTheTileSize) {
-  const auto in = makeInput(70, 70, 4, 3, 100);
+  const auto in = bandedInput(70, 70, 4, 3, 100);
   const MatD G = gaussian(70, 3, 103);
-  BandedParams p = params(9, 8, 2);
+  BandedParams p = bandedParams(9, 8, 2);
   p.tile = 16;
   const auto ref = bandedGradients(in, p, G);
   for (int tile : {32, 64, 128}) {
@@ -185,10 +179,10 @@ TEST(BandedGradients, IndependentOfTheTileSize) {
 
 // Oracle 1: padded tokens get exactly zero gradient rows and their values do not matter.
 TEST(BandedGradients, PaddedTokensGetZeroRows) {
-  auto in = makeInput(12, 12, 4, 3, 110);
+  auto in = bandedInput(12, 12, 4, 3, 110);
   in.mask = test::makeMask({true, true, false, true, true, true, true, false, true, true, true, true});
   const MatD G = gaussian(12, 3, 113);
-  const auto g = bandedGradients(in, params(2, 5, 2), G);
+  const auto g = bandedGradients(in, bandedParams(2, 5, 2), G);
   for (int r : {2, 7}) {
     EXPECT_EQ(g.dQ.row(r).cwiseAbs().maxCoeff(), 0.0);
     EXPECT_EQ(g.dK.row(r).cwiseAbs().maxCoeff(), 0.0);
@@ -197,20 +191,20 @@ TEST(BandedGradients, PaddedTokensGetZeroRows) {
   auto noisy = in;
   noisy.Q.row(2).setConstant(40);
   noisy.K.row(7).setConstant(-9);
-  const auto h = bandedGradients(noisy, params(2, 5, 2), G);
+  const auto h = bandedGradients(noisy, bandedParams(2, 5, 2), G);
   EXPECT_EQ(maxAbs(h.dQ - g.dQ), 0.0);
   EXPECT_EQ(maxAbs(h.dK - g.dK), 0.0);
 }
 
 TEST(BandedGradients, RefusesAMismatchedCotangentOrMissingValues) {
-  const auto in = makeInput(10, 10, 4, 3, 120);
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { bandedGradients(in, params(2, 3, 2), MatD(MatD::Ones(10, 2))); },
+  const auto in = bandedInput(10, 10, 4, 3, 120);
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { bandedGradients(in, bandedParams(2, 3, 2), MatD(MatD::Ones(10, 2))); },
                                           {"G is 10×2 but the output is 10×3"}));
   auto noValues = in;
   noValues.V.reset();
-  EXPECT_TRUE(
-      throwsWith<InvalidArgument>([&] { bandedGradients(noValues, params(2, 3, 2), MatD(MatD::Ones(10, 3))); }, {"V is required"}));
-  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { bandedGradients(in, params(2, 0, 0), MatD(MatD::Ones(10, 3))); },
+  EXPECT_TRUE(throwsWith<InvalidArgument>(
+      [&] { bandedGradients(noValues, bandedParams(2, 3, 2), MatD(MatD::Ones(10, 3))); }, {"V is required"}));
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { bandedGradients(in, bandedParams(2, 0, 0), MatD(MatD::Ones(10, 3))); },
                                           {"base_steps + tail_steps = 0"}));
 }
 
