@@ -205,17 +205,15 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
     }
     results.push_back(entry);
   }
+  nlohmann::json machine = cpuDescription();  // CPU model, its SIMD flags, the build's instruction sets
+  machine["logical_cores"] = std::thread::hardware_concurrency();
+  machine["cpp_threads"] = request.threads;
+  machine["reference_threads"] = reference.report.value("threads", 0);
   return {{"d", request.d},
           {"repeats", request.repeats},
           {"precision", request.precision},
           {"lazy", request.lazy},
-          {"machine",
-           {{"cpu_model", cpuModel()},
-            {"cpu_simd_flags", cpuDescription()["cpu_simd_flags"]},
-            {"build_simd", cpuDescription()["build_simd"]},
-            {"logical_cores", std::thread::hardware_concurrency()},
-            {"cpp_threads", request.threads},
-            {"reference_threads", reference.report.value("threads", 0)}}},
+          {"machine", machine},
           {"cpp_threads", request.threads},
           {"reference",
            {{"available", reference.available},
