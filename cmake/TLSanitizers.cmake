@@ -20,6 +20,9 @@ endif()
 if(TL_SANITIZE)
   set(tl_sanitizer_flags -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${tl_sanitizer_flags}>")
+  # -O1 after Release's -O3 (later wins): the usual level for ASan and libFuzzer. Instrumented Eigen code at -O3
+  # took twice as long to compile, and these builds are two of the three in every CI run.
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-O1>)
   add_link_options(${tl_sanitizer_flags})
   # The same GCC 12 AVX-512 header idiom as in CMakeLists.txt (GCC bug 105593): under the sanitizers GCC reports it as
   # -Wuninitialized rather than -Wmaybe-uninitialized, in Eigen's packet code. Only that compiler, only with AVX-512.
