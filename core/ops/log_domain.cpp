@@ -56,6 +56,15 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
 }
 
 template <class T>
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out) {
+  out.resize(X.rows(), X.cols());
+  parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index i = first; i < end; ++i)
+      out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
+  });
+}
+
+template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K) {
   // In place: one n_q × n_k buffer, not a product temporary and a scaled copy.
   Mat<T> S(Q.rows(), K.rows());
@@ -128,6 +137,8 @@ template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> colLogSumExp(const Mat<double>&, const Vec<double>&);
+template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&);
+template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&);
 template Mat<float> scores(const Mat<float>&, const Mat<float>&);
 template Mat<double> scores(const Mat<double>&, const Mat<double>&);
 

@@ -45,13 +45,8 @@ Vec<T> DenseScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
 
 template <class T>
 Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
-  Mat<T> out(X_.rows(), X_.cols());
-  // Row by row: a broadcast of ut across a row-major matrix has no packet access, and Eigen would then
-  // evaluate the whole expression, exp included, one scalar at a time.
-  parallelFor(X_.rows(), double(X_.size()), [&](Eigen::Index first, Eigen::Index end) {
-    for (Eigen::Index i = first; i < end; ++i)
-      out.row(i) = scale * exactExp((X_.row(i).array() + ut(i)) + vt.transpose().array());
-  });
+  Mat<T> out;
+  expPlan(X_, ut, vt, scale, out);
   return out;
 }
 
