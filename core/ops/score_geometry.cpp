@@ -47,6 +47,13 @@ Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
 }
 
 template <class T>
+Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale) && {
+  Mat<T> out = std::move(X_);
+  expPlan(out, ut, vt, scale, out);  // entry by entry, so in place is safe
+  return out;
+}
+
+template <class T>
 Mat<T> DenseScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
   return plan(ut, vt, scale) * V;
 }
