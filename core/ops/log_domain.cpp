@@ -122,6 +122,30 @@ Mat<T> scaledScores(Mat<T> S, double eps) {
   return S;
 }
 
+// The product, then one pass that divides by √d and eps exactly as scores() and scaledScores(S, eps) do (the same
+// roundings) while it finds max |S|, each thread on its own rows.
+template <class T>
+Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps) {
+  Mat<T> X(Q.rows(), K.rows());
+  X.noalias() = Q * K.transpose();
+  if (X.size() == 0) {
+    checkScaledScores(T(0), eps);
+    return X;
+  }
+  const T root = std::sqrt(T(Q.cols())), e = T(eps);
+  Vec<T> rowMax(X.rows());  // max_j |S_ij|, NaN when the row has a NaN
+  parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index i = first; i < end; ++i) {
+      auto row = X.row(i).array();
+      row /= root;
+      rowMax(i) = row.abs().template maxCoeff<Eigen::PropagateNaN>();
+      row /= e;
+    }
+  });
+  checkScaledScores(rowMax.template maxCoeff<Eigen::PropagateNaN>(), eps);
+  return X;
+}
+
 template <class T>
 void checkScaledScoreBound(const Mat<T>& Q, const Mat<T>& K, double eps) {
   if (Q.size() == 0 || K.size() == 0) return;
@@ -149,6 +173,8 @@ template Mat<float> scaledScores(Mat<float>, double);
 template void checkScaledScoreBound(const Mat<float>&, const Mat<float>&, double);
 template void checkScaledScoreBound(const Mat<double>&, const Mat<double>&, double);
 template Mat<double> scaledScores(Mat<double>, double);
+template Mat<float> scaledScores(const Mat<float>&, const Mat<float>&, double);
+template Mat<double> scaledScores(const Mat<double>&, const Mat<double>&, double);
 template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);

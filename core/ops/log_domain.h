@@ -65,6 +65,10 @@ template <class T>
 void checkScaledScores(T maxAbsScore, double eps);
 template <class T>
 Mat<T> scaledScores(Mat<T> S, double eps);  // S/eps after checkScaledScores, in S's buffer
+// The same X = (QKᵀ/√d)/eps with the same roundings, the scaling and the check fused into one pass over the
+// product (scaledScores(scores(Q, K), eps) makes three), split across threads.
+template <class T>
+Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps);
 // The same check where S is never formed on the host (the device paths): |S_ij| ≤ max‖q_i‖·max‖k_j‖/√d
 // (Cauchy–Schwarz) stands in for max |S|, so a refusal can come slightly early, never late.
 template <class T>

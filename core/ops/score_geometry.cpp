@@ -27,7 +27,7 @@ std::pair<Eigen::Index, Eigen::Index> bandPlanRow(const BandScores<T>& X, Eigen:
 }  // namespace
 
 template <class T>
-DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(scores(Q, K), eps)) {}
+DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(Q, K, double(eps))) {}
 
 template <class T>
 Vec<T> DenseScores<T>::rowLogSumExp(const Vec<T>& colShift) const {

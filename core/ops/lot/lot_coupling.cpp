@@ -108,8 +108,8 @@ LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   const Vec<T> logKeys = Vec<T>::Constant(nk, -std::log(T(nk)));     // b = 1/n_k
   // (1) queries → pivots on S1 = Q Zᵀ/√d; (2) pivots → keys on S2 = Z Kᵀ/√d
   // (docs/operators/lot.md#definition).
-  EntropicProblem<T> toPivots(scaledScores(scores(Q, Z), eps), logQueries, logw);
-  EntropicProblem<T> fromPivots(scaledScores(scores(Z, K), eps), logw, logKeys);
+  EntropicProblem<T> toPivots(scaledScores(Q, Z, eps), logQueries, logw);
+  EntropicProblem<T> fromPivots(scaledScores(Z, K, eps), logw, logKeys);
 
   LotCoupling<T> c;
   c.logw = logw;
