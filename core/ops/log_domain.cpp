@@ -1,5 +1,6 @@
 #include "ops/log_domain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -35,24 +36,48 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift) {
   return out;
 }
 
-// X is row-major, so each thread takes a range of columns and walks every row's contiguous segment of it: one
-// pass for the column maxima, one for the sums.
+// X is row-major, so each thread takes a range of columns and walks every row's contiguous segment of it, in
+// tiles of kTileRows rows × at most kTileCols columns small enough to stay in cache: the tile's column maxima,
+// then its sum of exp(x − running max) from cache. X is read from memory once per half-step (a pass for the
+// maxima and another for the sums read it twice); a new maximum rescales the running sum, one exp per column
+// and tile, 1/kTileRows of the work.
 template <class T>
 Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
+  constexpr Eigen::Index kTileRows = 32, kTileCols = 512;
+  using Row = Eigen::Array<T, 1, Eigen::Dynamic>;
   const T negInf = -std::numeric_limits<T>::infinity();
   Vec<T> out(X.cols());
   parallelFor(X.cols(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
-    const Eigen::Index width = end - first;
-    Eigen::Array<T, 1, Eigen::Dynamic> colMax = Eigen::Array<T, 1, Eigen::Dynamic>::Constant(width, negInf);
-    for (Eigen::Index i = 0; i < X.rows(); ++i)
-      colMax = colMax.max(X.row(i).segment(first, width).array() + rowShift(i));
-    colMax = (colMax == negInf).select(T(0), colMax);
-    Eigen::Array<T, 1, Eigen::Dynamic> sum = Eigen::Array<T, 1, Eigen::Dynamic>::Zero(width);
-    for (Eigen::Index i = 0; i < X.rows(); ++i)
-      sum += exactExp(X.row(i).segment(first, width).array() + rowShift(i) - colMax);
-    out.segment(first, width) = (colMax + sum.log()).transpose().matrix();
+    Row colMax(std::min(kTileCols, end - first)), shift(colMax.size()), sum(colMax.size()), tileMax(colMax.size());
+    for (Eigen::Index c0 = first; c0 < end; c0 += kTileCols) {
+      const Eigen::Index width = std::min(kTileCols, end - c0);
+      auto runningMax = colMax.head(width), s = shift.head(width), total = sum.head(width), tile = tileMax.head(width);
+      runningMax.setConstant(negInf);
+      total.setZero();
+      s.setZero();  // the shift of a column with no rows at all: log 0 = −inf
+      for (Eigen::Index i0 = 0; i0 < X.rows(); i0 += kTileRows) {
+        const Eigen::Index i1 = std::min(X.rows(), i0 + kTileRows);
+        tile = runningMax;
+        for (Eigen::Index i = i0; i < i1; ++i) tile = tile.max(X.row(i).segment(c0, width).array() + rowShift(i));
+        // The shift is the running max, 0 while a column has seen only −inf (total is then 0 and stays 0).
+        s = (tile == negInf).select(T(0), tile);
+        total *= exactExp(runningMax - s);
+        for (Eigen::Index i = i0; i < i1; ++i) total += exactExp(X.row(i).segment(c0, width).array() + rowShift(i) - s);
+        runningMax = tile;
+      }
+      out.segment(c0, width) = (s + total.log()).transpose().matrix();
+    }
   });
   return out;
+}
+
+template <class T>
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out) {
+  out.resize(X.rows(), X.cols());
+  parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index i = first; i < end; ++i)
+      out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
+  });
 }
 
 template <class T>
@@ -97,6 +122,30 @@ Mat<T> scaledScores(Mat<T> S, double eps) {
   return S;
 }
 
+// The product, then one pass that divides by √d and eps exactly as scores() and scaledScores(S, eps) do (the same
+// roundings) while it finds max |S|, each thread on its own rows.
+template <class T>
+Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps) {
+  Mat<T> X(Q.rows(), K.rows());
+  X.noalias() = Q * K.transpose();
+  if (X.size() == 0) {
+    checkScaledScores(T(0), eps);
+    return X;
+  }
+  const T root = std::sqrt(T(Q.cols())), e = T(eps);
+  Vec<T> rowMax(X.rows());  // max_j |S_ij|, NaN when the row has a NaN
+  parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index i = first; i < end; ++i) {
+      auto row = X.row(i).array();
+      row /= root;
+      rowMax(i) = row.abs().template maxCoeff<Eigen::PropagateNaN>();
+      row /= e;
+    }
+  });
+  checkScaledScores(rowMax.template maxCoeff<Eigen::PropagateNaN>(), eps);
+  return X;
+}
+
 template <class T>
 void checkScaledScoreBound(const Mat<T>& Q, const Mat<T>& K, double eps) {
   if (Q.size() == 0 || K.size() == 0) return;
@@ -124,10 +173,14 @@ template Mat<float> scaledScores(Mat<float>, double);
 template void checkScaledScoreBound(const Mat<float>&, const Mat<float>&, double);
 template void checkScaledScoreBound(const Mat<double>&, const Mat<double>&, double);
 template Mat<double> scaledScores(Mat<double>, double);
+template Mat<float> scaledScores(const Mat<float>&, const Mat<float>&, double);
+template Mat<double> scaledScores(const Mat<double>&, const Mat<double>&, double);
 template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> colLogSumExp(const Mat<double>&, const Vec<double>&);
+template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&);
+template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&);
 template Mat<float> scores(const Mat<float>&, const Mat<float>&);
 template Mat<double> scores(const Mat<double>&, const Mat<double>&);
 

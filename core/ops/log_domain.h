@@ -46,6 +46,14 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift);
 template <class T>
 Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift);
 
+// out = scale · exp(X + ut ⊕ vt), i.e. out_ij = scale · exp(X_ij + ut_i + vt_j) (−inf gives exactly 0): the plan
+// of a log-domain problem from its potentials in eps units. `out` is resized only when its shape differs, so a
+// loop that forms the plan every step reuses one buffer. Row by row and split across threads: a broadcast of ut
+// across a row-major matrix has no packet access, and Eigen would evaluate the whole expression, exp included,
+// one scalar at a time.
+template <class T>
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out);
+
 // S = Q Kᵀ / sqrt(d) (docs/conventions.md#scores).
 template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K);
@@ -57,6 +65,10 @@ template <class T>
 void checkScaledScores(T maxAbsScore, double eps);
 template <class T>
 Mat<T> scaledScores(Mat<T> S, double eps);  // S/eps after checkScaledScores, in S's buffer
+// The same X = (QKᵀ/√d)/eps with the same roundings, the scaling and the check fused into one pass over the
+// product (scaledScores(scores(Q, K), eps) makes three), split across threads.
+template <class T>
+Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps);
 // The same check where S is never formed on the host (the device paths): |S_ij| ≤ max‖q_i‖·max‖k_j‖/√d
 // (Cauchy–Schwarz) stands in for max |S|, so a refusal can come slightly early, never late.
 template <class T>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "common/parallel.h"
 #include "ops/log_domain.h"
@@ -12,26 +13,21 @@ namespace {
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-// Running (max, sum) of a log-sum-exp accumulated term by term; −inf safe (docs/conventions.md#log-domain).
+// Row i of a band plan on its support, scale·exp(X_ij + ut_i + vt_j) for its columns [j0, j0 + width), written
+// into the first `width` entries of `a` as packets. Returns j0 and width; width 0 for an inactive row.
 template <class T>
-struct OnlineLse {
-  T max = kNegInf<T>;
-  T sum = 0;
-  void add(T x) {
-    if (x == kNegInf<T>) return;
-    if (x > max) {
-      sum = sum * std::exp(max - x) + 1;
-      max = x;
-    } else {
-      sum += std::exp(x - max);
-    }
-  }
-  T value() const { return max == kNegInf<T> ? kNegInf<T> : max + std::log(sum); }
-};
+std::pair<Eigen::Index, Eigen::Index> bandPlanRow(const BandScores<T>& X, Eigen::Index i, const Vec<T>& ut,
+                                                  const Vec<T>& vt, T scale, Eigen::Matrix<T, 1, Eigen::Dynamic>& a) {
+  const Eigen::Index b0 = X.firstSlot(i), width = X.lastSlot(i) - b0 + 1, j0 = i - X.halfWidth() + b0;
+  if (width <= 0 || ut(i) == kNegInf<T>) return {j0, 0};
+  a.head(width) = (scale * exactExp(X.band().row(i).segment(b0, width).array() + ut(i) +
+                                    vt.segment(j0, width).transpose().array())).matrix();
+  return {j0, width};
+}
 }  // namespace
 
 template <class T>
-DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(scores(Q, K), eps)) {}
+DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(Q, K, double(eps))) {}
 
 template <class T>
 Vec<T> DenseScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
@@ -45,13 +41,15 @@ Vec<T> DenseScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
 
 template <class T>
 Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
-  Mat<T> out(X_.rows(), X_.cols());
-  // Row by row: a broadcast of ut across a row-major matrix has no packet access, and Eigen would then
-  // evaluate the whole expression, exp included, one scalar at a time.
-  parallelFor(X_.rows(), double(X_.size()), [&](Eigen::Index first, Eigen::Index end) {
-    for (Eigen::Index i = first; i < end; ++i)
-      out.row(i) = scale * exactExp((X_.row(i).array() + ut(i)) + vt.transpose().array());
-  });
+  Mat<T> out;
+  expPlan(X_, ut, vt, scale, out);
+  return out;
+}
+
+template <class T>
+Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale) && {
+  Mat<T> out = std::move(X_);
+  expPlan(out, ut, vt, scale, out);  // entry by entry, so in place is safe
   return out;
 }
 
@@ -101,27 +99,55 @@ Mask BandScores<T>::activeCols() const {
   return m;
 }
 
+// A row's support is slots [firstSlot(i), lastSlot(i)] of band_, columns i − W + firstSlot(i) onwards: both
+// band passes read those contiguous segments as packets (off-support and inactive entries are −inf and add
+// exp(−inf) = 0), rows split across threads.
 template <class T>
 Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
   Vec<T> out(nq_);
-  for (Eigen::Index i = 0; i < nq_; ++i) {
-    OnlineLse<T> lse;
-    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) lse.add(band_(i, b) + colShift(i - W_ + b));
-    out(i) = lse.value();
-  }
+  parallelFor(nq_, double(band_.size()), [&](Eigen::Index first, Eigen::Index end) {
+    Eigen::Array<T, 1, Eigen::Dynamic> row(band_.cols());
+    for (Eigen::Index i = first; i < end; ++i) {
+      const Eigen::Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
+      if (width <= 0) {
+        out(i) = kNegInf<T>;  // no support: an inactive row
+        continue;
+      }
+      auto x = row.head(width);
+      x = band_.row(i).segment(b0, width).array() + colShift.segment(i - W_ + b0, width).transpose().array();
+      const T m = x.maxCoeff();
+      out(i) = m == kNegInf<T> ? kNegInf<T> : m + std::log(exactExp(x - m).sum());
+    }
+  });
   return out;
 }
 
+// Column j's support is spread over rows j − W … j + W, so each thread owns a range of columns and walks the rows
+// that reach it, adding each row's segment (clipped to the range) into running column maxima, then into the sums.
 template <class T>
 Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
-  std::vector<OnlineLse<T>> lse(static_cast<size_t>(nk_));
-  for (Eigen::Index i = 0; i < nq_; ++i) {
-    if (rowShift(i) == kNegInf<T>) continue;
-    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b)
-      lse[size_t(i - W_ + b)].add(band_(i, b) + rowShift(i));
-  }
   Vec<T> out(nk_);
-  for (Eigen::Index j = 0; j < nk_; ++j) out(j) = lse[size_t(j)].value();
+  parallelFor(nk_, double(band_.size()), [&](Eigen::Index c0, Eigen::Index c1) {
+    using Row = Eigen::Array<T, 1, Eigen::Dynamic>;
+    Row colMax = Row::Constant(c1 - c0, kNegInf<T>), sum = Row::Zero(c1 - c0);
+    const Eigen::Index i0 = std::max<Eigen::Index>(0, c0 - W_), i1 = std::min(nq_, c1 + W_);
+    // visit(columnOffset, width, x): the support entries of row i in [c0, c1), as X plus the row's shift.
+    auto forRows = [&](auto&& visit) {
+      for (Eigen::Index i = i0; i < i1; ++i) {
+        if (rowShift(i) == kNegInf<T>) continue;
+        const Eigen::Index j0 = std::max(c0, i - W_ + firstSlot(i)), j1 = std::min(c1, i - W_ + lastSlot(i) + 1);
+        if (j1 > j0) visit(j0 - c0, j1 - j0, band_.row(i).segment(j0 - i + W_, j1 - j0).array() + rowShift(i));
+      }
+    };
+    forRows([&](Eigen::Index at, Eigen::Index width, const auto& x) {
+      colMax.segment(at, width) = colMax.segment(at, width).max(x);
+    });
+    const Row shift = (colMax == kNegInf<T>).select(T(0), colMax);
+    forRows([&](Eigen::Index at, Eigen::Index width, const auto& x) {
+      sum.segment(at, width) += exactExp(x - shift.segment(at, width));
+    });
+    out.segment(c0, c1 - c0) = (colMax == kNegInf<T>).select(kNegInf<T>, shift + sum.log()).transpose().matrix();
+  });
   return out;
 }
 
@@ -142,8 +168,13 @@ template <class T>
 Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first,
                                Eigen::Index count) const {
   Mat<T> P = Mat<T>::Zero(count, nk_);
-  forEachEntry(
-      ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { P(i - first, j) = a; }, first, first + count);
+  parallelFor(count, double(count) * double(band_.cols()), [&](Eigen::Index begin, Eigen::Index end) {
+    Eigen::Matrix<T, 1, Eigen::Dynamic> a(band_.cols());
+    for (Eigen::Index r = begin; r < end; ++r) {
+      const auto [j0, width] = bandPlanRow(*this, first + r, ut, vt, scale, a);
+      if (width > 0) P.row(r).segment(j0, width) = a.head(width);
+    }
+  });
   return P;
 }
 
@@ -154,10 +185,17 @@ std::vector<PlanEntry<T>> BandScores<T>::entries(const Vec<T>& ut, const Vec<T>&
   return out;
 }
 
+// Each row of O is its plan row (at most 2W + 1 weights) times the matching rows of V; rows split across threads.
 template <class T>
 Mat<T> BandScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
   Mat<T> O = Mat<T>::Zero(nq_, V.cols());
-  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { O.row(i) += a * V.row(j); });
+  parallelFor(nq_, double(band_.size()) * double(V.cols()), [&](Eigen::Index first, Eigen::Index end) {
+    Eigen::Matrix<T, 1, Eigen::Dynamic> a(band_.cols());
+    for (Eigen::Index i = first; i < end; ++i) {
+      const auto [j0, width] = bandPlanRow(*this, i, ut, vt, scale, a);
+      if (width > 0) O.row(i).noalias() = a.head(width) * V.middleRows(j0, width);
+    }
+  });
   return O;
 }
 

@@ -22,6 +22,9 @@ class DenseScores {
   Vec<T> rowLogSumExp(const Vec<T>& colShift) const;  // log Σ_j exp(X_ij + colShift_j)
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;  // log Σ_i exp(X_ij + rowShift_i)
   Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // scale · exp(X + ut ⊕ vt)
+  // The same plan formed in X's own buffer, for a caller done with the scores: one n_q × n_k allocation (and
+  // its page faults) less per run.
+  Mat<T> intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale) &&;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;
 
  private:

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "common/errors.h"
 #include "io/npy_cache.h"
@@ -26,7 +27,7 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   checkDenseSize(nq, nk, sizeof(T), "ASAP");
   const T eps = T(p.eps);
   const T negInf = -std::numeric_limits<T>::infinity();
-  const DenseScores<T> X(in.Q, in.K, eps);
+  DenseScores<T> X(in.Q, in.K, eps);
 
   // Marginals as the Sinkhorn teacher's (docs/operators/asap.md#masks): mu = 1/n_q everywhere, nu = 1/n_k on
   // active keys, else 0.
@@ -51,7 +52,7 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   }
   r.u = eps * ut;
   r.v = eps * vt;
-  r.plan = X.plan(ut, vt, T(nq));
+  r.plan = std::move(X).intoPlan(ut, vt, T(nq));
   if (in.V) r.output = r.plan.apply(*in.V);
 
   r.rowTarget = (exactExp(logMu.array()) * T(nq)).matrix();

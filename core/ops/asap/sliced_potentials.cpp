@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "common/parallel.h"
+
 namespace tl {
 namespace {
 
@@ -25,16 +27,18 @@ double slope(const std::vector<double>& ySorted, Eigen::Index i, Eigen::Index nx
 }
 
 struct SortedProblem {
-  std::vector<Eigen::Index> orderX;
+  std::vector<Eigen::Index> orderX, orderY;
   std::vector<double> xSorted, ySorted;
 };
 
 SortedProblem sortBoth(const Vec<double>& x, const Vec<double>& y) {
   SortedProblem s;
   s.orderX = ascendingOrder(x);
-  const auto orderY = ascendingOrder(y);
+  s.orderY = ascendingOrder(y);
+  s.xSorted.reserve(s.orderX.size());
+  s.ySorted.reserve(s.orderY.size());
   for (auto i : s.orderX) s.xSorted.push_back(x(i));
-  for (auto j : orderY) s.ySorted.push_back(y(j));
+  for (auto j : s.orderY) s.ySorted.push_back(y(j));
   return s;
 }
 
@@ -54,11 +58,10 @@ Potential1D potential1D(const Vec<double>& x, const Vec<double>& y) {
   for (Eigen::Index r = 0; r < n; ++r) p.f(s.orderX[size_t(r)]) = fSorted[size_t(r)];
   if (y.size() == n) {
     // g on the matched atom: the key of rank r pairs with the query of rank r (tight on the matching).
-    const auto orderY = ascendingOrder(y);
     p.g.resize(n);
     for (Eigen::Index r = 0; r < n; ++r) {
       const double gap = s.xSorted[size_t(r)] - s.ySorted[size_t(r)];
-      p.g(orderY[size_t(r)]) = 0.5 * gap * gap - fSorted[size_t(r)];
+      p.g(s.orderY[size_t(r)]) = 0.5 * gap * gap - fSorted[size_t(r)];
     }
   }
   return p;
@@ -100,25 +103,29 @@ MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std:
   std::vector<Eigen::Index> active, padded;
   for (Eigen::Index i = 0; i < Q.rows(); ++i)
     ((!activeTokens || (*activeTokens)(i)) ? active : padded).push_back(i);
-  for (Eigen::Index l = 0; l < slices.rows(); ++l) {
-    Vec<double> x(Eigen::Index(active.size())), y;
-    for (size_t a = 0; a < active.size(); ++a) x(Eigen::Index(a)) = X(active[a], l);
-    if (activeTokens) {
-      y.resize(Eigen::Index(active.size()));
-      for (size_t a = 0; a < active.size(); ++a) y(Eigen::Index(a)) = Y(active[a], l);
-    } else {
-      y = Y.col(l);
+  // The slices are independent 1-D problems (two sorts each): split across threads, each writing its own columns.
+  const double tokens = double(Q.rows() + K.rows()), sortWork = 8 * tokens * std::log2(tokens + 2);
+  parallelFor(slices.rows(), double(slices.rows()) * sortWork, [&](Eigen::Index firstSlice, Eigen::Index endSlice) {
+    for (Eigen::Index l = firstSlice; l < endSlice; ++l) {
+      Vec<double> x(Eigen::Index(active.size())), y;
+      for (size_t a = 0; a < active.size(); ++a) x(Eigen::Index(a)) = X(active[a], l);
+      if (activeTokens) {
+        y.resize(Eigen::Index(active.size()));
+        for (size_t a = 0; a < active.size(); ++a) y(Eigen::Index(a)) = Y(active[a], l);
+      } else {
+        y = Y.col(l);
+      }
+      const Vec<double> f = potential1D(x, y).f;
+      const double mean = f.mean();
+      for (size_t a = 0; a < active.size(); ++a) phi(active[a], l) = f(Eigen::Index(a)) - mean;
+      if (!padded.empty()) {
+        Vec<double> z(Eigen::Index(padded.size()));
+        for (size_t p = 0; p < padded.size(); ++p) z(Eigen::Index(p)) = X(padded[p], l);
+        const Vec<double> fz = potentialExtension(x, y, z);
+        for (size_t p = 0; p < padded.size(); ++p) phi(padded[p], l) = fz(Eigen::Index(p)) - mean;
+      }
     }
-    const Vec<double> f = potential1D(x, y).f;
-    const double mean = f.mean();
-    for (size_t a = 0; a < active.size(); ++a) phi(active[a], l) = f(Eigen::Index(a)) - mean;
-    if (!padded.empty()) {
-      Vec<double> z(Eigen::Index(padded.size()));
-      for (size_t p = 0; p < padded.size(); ++p) z(Eigen::Index(p)) = X(padded[p], l);
-      const Vec<double> fz = potentialExtension(x, y, z);
-      for (size_t p = 0; p < padded.size(); ++p) phi(padded[p], l) = fz(Eigen::Index(p)) - mean;
-    }
-  }
+  });
   return phi;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "ops/esp/sliced_plan.h"
 #include "ops/esp/soft_sort.h"
 #include "ops/family.h"
@@ -38,12 +39,20 @@ HardSlices<T> hardSlices(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, 
   const Mat<T> projQ = Q * theta.transpose(), projK = K * theta.transpose();  // s^Q_l, s^K_l as columns
   const auto coupling = rankCoupling(int(Q.rows()), int(K.rows()), p.rankCoupling);
   HardSlices<T> h;
+  h.slices.resize(size_t(theta.rows()));
   h.costs.resize(theta.rows());
-  for (Eigen::Index l = 0; l < theta.rows(); ++l) {
-    feedback.throwIfCanceled();
-    h.slices.push_back(hardSlice<T>(projQ.col(l), projK.col(l), coupling, p.ties));
-    h.costs(l) = sliceCost(h.slices.back(), Q, K, p.costExponent());
-  }
+  // Slices are independent (two sorts and a cost each): split across threads. A cancel is seen before and after
+  // them, since nothing may throw inside a parallel loop.
+  feedback.throwIfCanceled();
+  const double tokens = double(Q.rows() + K.rows());
+  parallelFor(theta.rows(), double(theta.rows()) * tokens * (8 * std::log2(tokens + 2) + double(Q.cols())),
+              [&](Eigen::Index first, Eigen::Index end) {
+                for (Eigen::Index l = first; l < end; ++l) {
+                  h.slices[size_t(l)] = hardSlice<T>(projQ.col(l), projK.col(l), coupling, p.ties);
+                  h.costs(l) = sliceCost(h.slices[size_t(l)], Q, K, p.costExponent());
+                }
+              });
+  feedback.throwIfCanceled();
   return h;
 }
 

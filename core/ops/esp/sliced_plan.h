@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/parallel.h"
 #include "ops/esp/esp_slice.h"
 #include "ops/transport_plan.h"
 
@@ -36,7 +37,10 @@ class SlicedPlan final : public TransportPlan<T> {
     return merged;
   }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
-    Mat<T> A = Mat<T>::Zero(count, cols_);
+    // Zeroed by every thread on its own rows: the n×n buffer's first touch (its page faults) is shared.
+    Mat<T> A(count, cols_);
+    parallelFor(count, double(count) * double(cols_),
+                [&](Eigen::Index begin, Eigen::Index end) { A.middleRows(begin, end - begin).setZero(); });
     for (size_t l = 0; l < slices_.size(); ++l) addSlicePlan(slices_[l], share(l), A, first);
     return A;
   }

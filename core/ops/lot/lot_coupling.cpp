@@ -1,7 +1,9 @@
 #include "ops/lot/lot_coupling.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "common/parallel.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
 
@@ -26,7 +28,8 @@ class EntropicProblem {
       vt_ = logb_ - colLogSumExp(X_, ut_);
   }
 
-  Mat<T> plan() const { return ((X_.colwise() + ut_).rowwise() + vt_.transpose()).array().exp().matrix(); }
+  // Into `out`, reusing its buffer when the shape already fits (the plans are formed every step to track errors).
+  void plan(Mat<T>& out) const { expPlan(X_, ut_, vt_, T(1), out); }
   Vec<T> u(T eps) const { return eps * ut_; }
   Vec<T> v(T eps) const { return eps * vt_; }
 
@@ -57,10 +60,23 @@ Mat<T> LotCoupling<T>::dense() const {
   return denseRows(0, P1.rows());
 }
 
+// A's rows from B = n_q · diag(1/w) P2 (r × n_k, formed once): blocks of rows A_b = P1_b B, one thread per range of
+// blocks. A block is small enough to stay in cache between the product's zeroing of it and its accumulation, so
+// each entry of A goes to memory once (one whole n × n product zeroed A in memory first, then read it back).
 template <class T>
 Mat<T> LotCoupling<T>::denseRows(Eigen::Index first, Eigen::Index count) const {
-  const Vec<T> invw = (-logw.array()).exp().matrix();
-  return T(P1.rows()) * (P1.middleRows(first, count) * (invw.asDiagonal() * P2));
+  constexpr Eigen::Index kBlockBytes = 256 * 1024;
+  const Eigen::Index nk = P2.cols();
+  const Eigen::Index blockRows = std::max<Eigen::Index>(1, kBlockBytes / Eigen::Index(sizeof(T) * std::max<Eigen::Index>(1, nk)));
+  const Mat<T> B = (T(P1.rows()) * (-logw.array()).exp()).matrix().asDiagonal() * P2;
+  Mat<T> A(count, nk);
+  parallelFor(count, double(count) * double(nk) * double(P1.cols()), [&](Eigen::Index begin, Eigen::Index end) {
+    for (Eigen::Index b = begin; b < end; b += blockRows) {
+      const Eigen::Index rows = std::min(blockRows, end - b);
+      A.middleRows(b, rows).noalias() = P1.middleRows(first + b, rows) * B;
+    }
+  });
+  return A;
 }
 
 template <class T>
@@ -92,8 +108,8 @@ LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
   const Vec<T> logKeys = Vec<T>::Constant(nk, -std::log(T(nk)));     // b = 1/n_k
   // (1) queries → pivots on S1 = Q Zᵀ/√d; (2) pivots → keys on S2 = Z Kᵀ/√d
   // (docs/operators/lot.md#definition).
-  EntropicProblem<T> toPivots(scaledScores(scores(Q, Z), eps), logQueries, logw);
-  EntropicProblem<T> fromPivots(scaledScores(scores(Z, K), eps), logw, logKeys);
+  EntropicProblem<T> toPivots(scaledScores(Q, Z, eps), logQueries, logw);
+  EntropicProblem<T> fromPivots(scaledScores(Z, K, eps), logw, logKeys);
 
   LotCoupling<T> c;
   c.logw = logw;
@@ -102,8 +118,8 @@ LotCoupling<T> solveLotCoupling(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& 
     toPivots.normalise(t);
     fromPivots.normalise(t);
     if (trackErrors || t == budget) {
-      c.P1 = toPivots.plan();
-      c.P2 = fromPivots.plan();
+      toPivots.plan(c.P1);
+      fromPivots.plan(c.P2);
     }
     if (trackErrors) c.errorHistory.push_back(c.errors());
     feedback.setProgress(double(t) / budget, "lot");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "common/errors.h"
 #include "ops/family.h"
@@ -23,7 +24,7 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
   checkDenseSize(nq, nk, sizeof(T), "Sinkhorn");
   const T eps = T(p.eps);
-  const DenseScores<T> X(in.Q, in.K, eps);
+  DenseScores<T> X(in.Q, in.K, eps);
 
   const auto [logMu, logNu] = sinkhornLogMarginals<T>(nq, nk, keyMask);
 
@@ -34,7 +35,7 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   // Attention scale A = n_q·P: rows target 1, columns n_q·nu (1 when square and unpadded).
   const T scale = T(nq);
   runSinkhornLoop<T>(X, logMu, logNu, eps, scale, options, feedback, r, ut, vt);
-  r.plan = X.plan(ut, vt, scale);
+  r.plan = std::move(X).intoPlan(ut, vt, scale);
   if (in.V) r.output = r.plan.apply(*in.V);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -98,6 +99,31 @@ TEST(LogDomain, MinusInfinityIsSafe) {
   for (int j = 0; j < 4; ++j) EXPECT_EQ(outCol(j), -kInf) << "col " << j;
   const Vec<float> out32 = rowLogSumExp<float>(Y.cast<float>(), allMasked.cast<float>());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out32(i), -std::numeric_limits<float>::infinity());
+}
+
+// The column pass works in cache tiles (32 rows × 512 columns) with a running maximum, and both passes split
+// across threads above a size: on a matrix larger than one tile each way, with the largest entry of some
+// columns in a late tile (the running sum is rescaled), masked entries, a masked column and a masked row, both
+// passes match the naive sums on 1 and 2 threads, in float64 and float32.
+TEST(LogDomain, TiledAndThreadedPassesMatchNaive) {
+  const int threadsBefore = parallelThreads();
+  MatD X = gaussian(150, 1100, 21, 2.0);
+  for (int j = 0; j < X.cols(); j += 7) X(140, j) += 15.0;  // late maxima: rescaled running sums
+  for (int i = 0; i < X.rows(); i += 11) X(i, (i * 37) % X.cols()) = -kInf;
+  X.col(600).setConstant(-kInf);
+  VecD rowShift = gaussian(150, 1, 22).col(0), colShift = gaussian(1100, 1, 23).col(0);
+  rowShift(3) = -kInf;
+  colShift(5) = -kInf;
+  VecD naiveRows = naiveRowLse(X, colShift), naiveCols = naiveColLse(X, rowShift);
+  for (int threads : {1, 2}) {
+    setParallelThreads(threads);
+    EXPECT_TRUE(matricesNear(rowLogSumExp(X, colShift), naiveRows, 1e-12)) << threads << " thread(s)";
+    EXPECT_TRUE(matricesNear(colLogSumExp(X, rowShift), naiveCols, 1e-12)) << threads << " thread(s)";
+    EXPECT_TRUE(matricesNear(colLogSumExp<float>(X.cast<float>(), rowShift.cast<float>()), naiveCols, 1e-4))
+        << threads << " thread(s)";
+  }
+  EXPECT_EQ(naiveCols(600), -kInf);
+  setParallelThreads(threadsBefore);
 }
 
 TEST(LogDomain, ScoresAreScaledDotProducts) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/parallel.h"
 #include "ops/registry.h"
 #include "ops/score_geometry.h"
 #include "ops/sinkhorn/sinkhorn.h"
@@ -34,32 +35,60 @@ BandedParams params(int W, int base, int tail, double eps = 1.0) {
   return p;
 }
 
-// Band storage agrees with the dense scores on the support, and its LSEs with a masked dense LSE.
-TEST(BandScores, MatchesMaskedDenseScores) {
-  const auto in = makeInput(13, 9, 4, 1);
-  const BandScores<double> band(in.Q, in.K, 0.7, 3);
+// Band storage agrees with the dense scores on the support: its LSEs with a masked dense LSE (a -inf
+// potential masks its token), its plan rows with the masked dense plan and A·V with that plan times V.
+void expectBandMatchesMaskedDense(int nq, int nk, int W) {
+  const auto in = makeInput(nq, nk, 4, 1);
+  const BandScores<double> band(in.Q, in.K, 0.7, W);
   const MatD S = test::referenceScores(in.Q, in.K) / 0.7;
-  const VecD u = gaussian(13, 1, 5).col(0), v = gaussian(9, 1, 6).col(0);
-  for (int i = 0; i < 13; ++i) {
+  VecD u = gaussian(nq, 1, 5).col(0), v = gaussian(nk, 1, 6).col(0);
+  u(1) = -test::kInf;
+  v(2) = -test::kInf;
+  MatD plan = MatD::Zero(nq, nk);
+  for (int i = 0; i < nq; ++i)
+    for (int j = 0; j < nk; ++j)
+      if (std::abs(i - j) <= W) plan(i, j) = 2.0 * std::exp(S(i, j) + u(i) + v(j));
+  const VecD rows = band.rowLogSumExp(v), cols = band.colLogSumExp(u);
+  for (int i = 0; i < nq; ++i) {
     double expected = 0;
     bool any = false;
-    for (int j = 0; j < 9; ++j)
-      if (std::abs(i - j) <= 3) {
+    for (int j = 0; j < nk; ++j)
+      if (std::abs(i - j) <= W) {
         expected += std::exp(S(i, j) + v(j));
         any = true;
       }
-    const double got = band.rowLogSumExp(v)(i);
-    if (any) EXPECT_TRUE(near(got, std::log(expected), 1e-12)) << "row " << i;
-    else EXPECT_EQ(got, -test::kInf) << "row " << i << " has no support";
+    if (any) EXPECT_TRUE(near(rows(i), std::log(expected), 1e-12)) << "row " << i;
+    else EXPECT_EQ(rows(i), -test::kInf) << "row " << i << " has no support";
   }
-  for (int j = 0; j < 9; ++j) {
+  for (int j = 0; j < nk; ++j) {
     double expected = 0;
-    for (int i = 0; i < 13; ++i)
-      if (std::abs(i - j) <= 3) expected += std::exp(S(i, j) + u(i));
-    EXPECT_TRUE(near(band.colLogSumExp(u)(j), std::log(expected), 1e-12)) << "col " << j;
+    for (int i = 0; i < nq; ++i)
+      if (std::abs(i - j) <= W) expected += std::exp(S(i, j) + u(i));
+    EXPECT_TRUE(near(cols(j), std::log(expected), 1e-12)) << "col " << j;
   }
+  EXPECT_TRUE(matricesNear(band.planRows(u, v, 2.0, 0, nq), plan, 1e-12));
+  EXPECT_TRUE(matricesNear(band.planRows(u, v, 2.0, 3, 5), plan.middleRows(3, 5), 1e-12));
+  const MatD output = plan * *in.V;  // entries up to ~1e5 here: the tolerance is relative
+  EXPECT_TRUE(matricesNear(band.apply(u, v, 2.0, *in.V), output, 1e-14 * output.cwiseAbs().maxCoeff()));
+}
+
+TEST(BandScores, MatchesMaskedDenseScores) {
+  expectBandMatchesMaskedDense(13, 9, 3);
+  const BandScores<double> band(gaussian(13, 4, 1), gaussian(9, 4, 2), 0.7, 3);
   EXPECT_FALSE(band.activeRows()(12));  // i = 12 ≥ n_k + W = 12: no key within the band
   EXPECT_TRUE(band.activeRows()(11));
+}
+
+// Large enough that the passes split rows and columns across threads (each thread's columns gather rows from
+// both sides of its range): the same agreement on 1 and 2 threads, on a rectangle with inactive rows.
+TEST(BandScores, ThreadedPassesMatchMaskedDenseScores) {
+  const int threadsBefore = parallelThreads();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " thread(s)");
+    setParallelThreads(threads);
+    expectBandMatchesMaskedDense(1300, 1100, 16);
+  }
+  setParallelThreads(threadsBefore);
 }
 
 // With a band covering everything, banded Sinkhorn is Sinkhorn with budget T = 2·(base + tail).

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "common/parallel.h"
 #include "support/esp_test_util.h"
 
 namespace tl {
@@ -469,6 +470,25 @@ TEST(EspFeedback, CancelStopsTheRun) {
   Feedback feedback;
   feedback.cancel();
   EXPECT_THROW((void)espAttention(espInput(8, 8, 4, 1), espParams(0.1), feedback), Canceled);
+}
+
+// The slices (sort, tie groups, cost) run split across threads when there is enough work: each slice is computed
+// the same way on any thread, so 1 and 2 threads give identical matchings, costs, weights and plans.
+TEST(EspThreads, SameResultOnOneAndTwoThreads) {
+  const int threadsBefore = parallelThreads();
+  const auto input = espInput(400, 300, 8, 7);
+  EspParams params = espParams(0.5);
+  params.slices.slicer = Slicer::Random;
+  params.slices.L = 16;
+  setParallelThreads(1);
+  const auto one = espAttention(input, params);
+  setParallelThreads(2);
+  const auto two = espAttention(input, params);
+  setParallelThreads(threadsBefore);
+  for (const char* extra : {EspExtras::matchings, EspExtras::costs, EspExtras::weights})
+    EXPECT_TRUE(matricesNear(two.extras.at(extra), one.extras.at(extra), 0.0)) << extra;
+  EXPECT_TRUE(matricesNear(two.plan.dense(), one.plan.dense(), 0.0));
+  EXPECT_TRUE(matricesNear(*two.output, *one.output, 0.0));
 }
 
 }  // namespace
