@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "common/parallel.h"
 #include "ops/log_domain.h"
@@ -31,7 +32,10 @@ struct OnlineLse {
 }  // namespace
 
 template <class T>
-DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(scores(Q, K), eps)) {}
+DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : DenseScores(scores(Q, K), eps) {}
+
+template <class T>
+DenseScores<T>::DenseScores(Mat<T> S, T eps) : X_(scaledScores(std::move(S), eps)) {}
 
 template <class T>
 Vec<T> DenseScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
