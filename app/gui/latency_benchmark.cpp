@@ -8,11 +8,13 @@
 #include <QTimer>
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "cuda/backend.h"
 #include "io/atomic_file.h"
 #include "session/backend_choice.h"
@@ -57,6 +59,14 @@ std::shared_ptr<const SessionResult> waitForResult(MainWindow& window, const Res
   if (!failure.isEmpty()) throw Error("the computation failed: " + failure.toStdString());
   QCoreApplication::processEvents();  // queued replots and paint events of the views
   return shown;
+}
+
+// The 1-, 5- and 15-minute load averages (Linux), so a figure measured on a busy machine says so; empty elsewhere.
+nlohmann::ordered_json loadAverage() {
+  std::ifstream file("/proc/loadavg");
+  double one = 0, five = 0, fifteen = 0;
+  if (!(file >> one >> five >> fifteen)) return nullptr;
+  return {one, five, fifteen};
 }
 
 nlohmann::ordered_json summary(std::vector<double> ms) {
@@ -189,6 +199,8 @@ int runLatencyBenchmark(const LatencyOptions& options) {
     session.device = options.device;
     moved = movedParameter(session.operators.front(), options.param);
   }
+  if (options.precision) session.precision = *options.precision;
+  const nlohmann::ordered_json loadBefore = loadAverage();
   MainWindow window(session);
   window.resize(1600, 1000);
   window.show();
@@ -216,6 +228,10 @@ int runLatencyBenchmark(const LatencyOptions& options) {
     report["moved"] = moved;
     report["device"] = deviceChoiceName(options.device);
   }
+  report["precision"] = precisionName(session.precision);
+  report["threads"] = parallelThreads();
+  report["load_average_before"] = loadBefore;
+  report["load_average_after"] = loadAverage();
   report["moves"] = labels;
   report["latency_ms"] = summary(t.latencyMs);
   report["operator_compute_ms"] = summary(t.computeMs);

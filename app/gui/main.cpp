@@ -6,7 +6,7 @@
 //                                      after a run that was killed or crashed, whether to restore the session it
 //                                      autosaved (widgets/shell/session_autosave.h); default: ask
 //   transportlens --measure-latency [--scenario cloud|model] [--n 512] [--op SPEC] [--param NAME]
-//                   [--device cpu|cuda|auto] [--moves 30] [--json FILE]
+//                   [--device cpu|cuda|auto] [--precision f32|f64] [--moves 30] [--json FILE]
 //                                      change-to-screen latency benchmark (latency_benchmark.h)
 #include <QApplication>
 #include <QCommandLineParser>
@@ -86,13 +86,15 @@ int main(int argc, char** argv) {
   QCommandLineOption param("param", "the operator parameter whose slider moves (default T, else its first numeric)",
                            "NAME");
   QCommandLineOption device("device", "cpu, cuda or auto for the cloud scenario (default cpu)", "DEVICE", "cpu");
+  QCommandLineOption precision("precision", "f32 or f64 for --measure-latency (default: the session's, f32)",
+                               "PRECISION");
   QCommandLineOption moves("moves", "number of timed moves (default 30)", "N", "30");
   QCommandLineOption json("json", "also write the --measure-latency report to FILE", "FILE");
   QCommandLineOption restore("restore-autosave",
                              "after a run that was killed or crashed, restore the session it autosaved: ask (a "
                              "question at start), yes or no (answered in advance, for scripts); default ask",
                              "ask|yes|no", "ask");
-  parser.addOptions({measure, scenario, n, op, param, device, moves, json, restore});
+  parser.addOptions({measure, scenario, n, op, param, device, precision, moves, json, restore});
   parser.process(app);
 
   try {
@@ -112,6 +114,14 @@ int main(int argc, char** argv) {
       options.op = parser.value(op);
       options.param = parser.value(param);
       options.device = tl::parseDeviceChoice(parser.value(device).toStdString());
+      if (parser.isSet(precision)) {
+        const QString p = parser.value(precision);
+        if (p != "f32" && p != "f64") {
+          std::cerr << "transportlens: --precision is f32 or f64\n";
+          return 2;
+        }
+        options.precision = tl::parsePrecision(p.toStdString());
+      }
       if (parser.value(scenario) == "model") options.scenario = tl::LatencyScenario::Model;
       else if (parser.value(scenario) != "cloud") {
         std::cerr << "transportlens: --scenario is cloud or model\n";
