@@ -18,6 +18,7 @@
 
 #include "common/errors.h"
 #include "latency_benchmark.h"
+#include "openmp_wait_policy.h"
 #include "quit_on_signal.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/shell/restore_prompt.h"
@@ -62,6 +63,7 @@ QString offerRecovery(tl::SessionAutosave& autosave, tl::RestoreAnswer answer, t
 }  // namespace
 
 int main(int argc, char** argv) {
+  tl::preferPassiveOpenMpWaits(argv);
 #ifdef TL_WITH_TORCH
   tl::installVitModelBackend();  // checkpoint sessions
 #endif

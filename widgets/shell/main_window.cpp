@@ -341,7 +341,8 @@ void MainWindow::showResult() {
   for (View* v : views_)
     if (v->onScreen()) v->drawPending();
   showIdle(result->requestId);
-  showStatus(*result, double(drawing.nsecsElapsed()) / 1e6);
+  lastDrawMs_ = double(drawing.nsecsElapsed()) / 1e6;
+  showStatus(*result, lastDrawMs_);
   emit resultShown(result);
 }
 

@@ -45,6 +45,8 @@ class MainWindow : public QMainWindow {
   SourcePanel* sourcePanel() const { return sourcePanel_; }
   OperatorPanel* operatorPanel() const { return operatorPanel_; }
   std::shared_ptr<const SessionResult> lastResult() const { return last_; }
+  // Milliseconds the views on screen took to draw the last result (their repaint follows in one paint event).
+  double lastDrawMs() const { return lastDrawMs_; }
 
   // A file the user handed over, from File › Open or a drop: a session (.json) opens, a checkpoint or an image
   // becomes the model source, anything else is refused with a message. Failures are reported; the window and
@@ -95,6 +97,7 @@ class MainWindow : public QMainWindow {
   uint64_t cancelledThrough_ = 0;  // requests up to this id were cancelled: a late answer of theirs is dropped
   std::shared_ptr<const SessionResult> last_;
   std::shared_ptr<const SessionResult> incoming_;  // the newest result not drawn yet
+  double lastDrawMs_ = 0;
   QTimer* submitTimer_ = nullptr;  // zero-interval single shots that coalesce submits and draws
   QTimer* drawTimer_ = nullptr;
 
