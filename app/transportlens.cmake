@@ -2,6 +2,7 @@
 add_executable(transportlens
   ${CMAKE_CURRENT_LIST_DIR}/gui/main.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gui/latency_benchmark.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gui/openmp_wait_policy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gui/quit_on_signal.cpp
 )
 set_target_properties(transportlens PROPERTIES AUTOMOC ON)

@@ -8,11 +8,13 @@
 #include <QTimer>
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "cuda/backend.h"
 #include "io/atomic_file.h"
 #include "session/backend_choice.h"
@@ -59,6 +61,14 @@ std::shared_ptr<const SessionResult> waitForResult(MainWindow& window, const Res
   return shown;
 }
 
+// The 1-, 5- and 15-minute load averages (Linux), so a figure measured on a busy machine says so; empty elsewhere.
+nlohmann::ordered_json loadAverage() {
+  std::ifstream file("/proc/loadavg");
+  double one = 0, five = 0, fifteen = 0;
+  if (!(file >> one >> five >> fifteen)) return nullptr;
+  return {one, five, fifteen};
+}
+
 nlohmann::ordered_json summary(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   auto quantile = [&](double q) { return ms[size_t(std::min<double>(ms.size() - 1, q * (ms.size() - 1) + 0.5))]; };
@@ -73,7 +83,7 @@ struct Move {
 };
 
 struct Timings {
-  std::vector<double> latencyMs, computeMs, engineMs, overheadMs;
+  std::vector<double> latencyMs, computeMs, engineMs, overheadMs, drawMs;
 };
 
 // Applies each move and times it until its result is on screen; false (after saying which) on a timeout.
@@ -91,6 +101,8 @@ bool timeMoves(MainWindow& window, const std::vector<Move>& moves, Timings& t) {
     t.engineMs.push_back(result->seconds * 1e3);  // the whole request: model re-run, operators, analyses
     // What the window adds on top of the Engine's own work: queueing, copying into the views, drawing.
     t.overheadMs.push_back(t.latencyMs.back() - t.engineMs.back());
+    // Of that, the views' drawing (the status bar's "draw"); the rest is queueing, the paint and the flush.
+    t.drawMs.push_back(window.lastDrawMs());
   }
   return true;
 }
@@ -189,6 +201,8 @@ int runLatencyBenchmark(const LatencyOptions& options) {
     session.device = options.device;
     moved = movedParameter(session.operators.front(), options.param);
   }
+  if (options.precision) session.precision = *options.precision;
+  const nlohmann::ordered_json loadBefore = loadAverage();
   MainWindow window(session);
   window.resize(1600, 1000);
   window.show();
@@ -216,12 +230,17 @@ int runLatencyBenchmark(const LatencyOptions& options) {
     report["moved"] = moved;
     report["device"] = deviceChoiceName(options.device);
   }
+  report["precision"] = precisionName(session.precision);
+  report["threads"] = parallelThreads();
+  report["load_average_before"] = loadBefore;
+  report["load_average_after"] = loadAverage();
   report["moves"] = labels;
   report["latency_ms"] = summary(t.latencyMs);
   report["operator_compute_ms"] = summary(t.computeMs);
   report["result_device"] = deviceLabel(window.lastResult()->runs.front().result.backend);
   report["engine_ms"] = summary(t.engineMs);
   report["gui_overhead_ms"] = summary(t.overheadMs);
+  report["views_draw_ms"] = summary(t.drawMs);
   report["qt_platform"] = QGuiApplication::platformName().toStdString();
   report["backend"] = backendLabel();
   const std::string text = report.dump(2) + "\n";

@@ -6,9 +6,13 @@
 //          through start + 1, + 4, + 7, …, reals across the slider's range
 //   model: the bundled checkpoint session; the layer and head pickers and the operator's T slider change in
 //          turn, and each move is timed until the [CLS] maps, the prediction and the plan show it.
+// Both run in the built-in sessions' precision (float32) unless --precision says otherwise; the report names
+// the precision, the threads and the load average before and after, so a figure never travels without them.
 #include <QString>
+#include <optional>
 
 #include "ops/backend.h"
+#include "session/session.h"
 
 namespace tl {
 
@@ -20,6 +24,7 @@ struct LatencyOptions {
   QString op = "sinkhorn:T=10";  // cloud only: the operator
   QString param;                 // cloud only: the parameter whose slider moves; empty: T, else the first numeric
   DeviceChoice device = DeviceChoice::Cpu;
+  std::optional<Precision> precision;  // empty: the built-in session's
   int moves = 30;
   QString jsonPath;  // also write the report here (atomically); empty: stdout only
 };

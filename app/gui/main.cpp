@@ -6,7 +6,7 @@
 //                                      after a run that was killed or crashed, whether to restore the session it
 //                                      autosaved (widgets/shell/session_autosave.h); default: ask
 //   transportlens --measure-latency [--scenario cloud|model] [--n 512] [--op SPEC] [--param NAME]
-//                   [--device cpu|cuda|auto] [--moves 30] [--json FILE]
+//                   [--device cpu|cuda|auto] [--precision f32|f64] [--moves 30] [--json FILE]
 //                                      change-to-screen latency benchmark (latency_benchmark.h)
 #include <QApplication>
 #include <QCommandLineParser>
@@ -18,6 +18,7 @@
 
 #include "common/errors.h"
 #include "latency_benchmark.h"
+#include "openmp_wait_policy.h"
 #include "quit_on_signal.h"
 #include "widgets/shell/main_window.h"
 #include "widgets/shell/restore_prompt.h"
@@ -62,6 +63,7 @@ QString offerRecovery(tl::SessionAutosave& autosave, tl::RestoreAnswer answer, t
 }  // namespace
 
 int main(int argc, char** argv) {
+  tl::preferPassiveOpenMpWaits(argv);
 #ifdef TL_WITH_TORCH
   tl::installVitModelBackend();  // checkpoint sessions
 #endif
@@ -86,13 +88,15 @@ int main(int argc, char** argv) {
   QCommandLineOption param("param", "the operator parameter whose slider moves (default T, else its first numeric)",
                            "NAME");
   QCommandLineOption device("device", "cpu, cuda or auto for the cloud scenario (default cpu)", "DEVICE", "cpu");
+  QCommandLineOption precision("precision", "f32 or f64 for --measure-latency (default: the session's, f32)",
+                               "PRECISION");
   QCommandLineOption moves("moves", "number of timed moves (default 30)", "N", "30");
   QCommandLineOption json("json", "also write the --measure-latency report to FILE", "FILE");
   QCommandLineOption restore("restore-autosave",
                              "after a run that was killed or crashed, restore the session it autosaved: ask (a "
                              "question at start), yes or no (answered in advance, for scripts); default ask",
                              "ask|yes|no", "ask");
-  parser.addOptions({measure, scenario, n, op, param, device, moves, json, restore});
+  parser.addOptions({measure, scenario, n, op, param, device, precision, moves, json, restore});
   parser.process(app);
 
   try {
@@ -112,6 +116,14 @@ int main(int argc, char** argv) {
       options.op = parser.value(op);
       options.param = parser.value(param);
       options.device = tl::parseDeviceChoice(parser.value(device).toStdString());
+      if (parser.isSet(precision)) {
+        const QString p = parser.value(precision);
+        if (p != "f32" && p != "f64") {
+          std::cerr << "transportlens: --precision is f32 or f64\n";
+          return 2;
+        }
+        options.precision = tl::parsePrecision(p.toStdString());
+      }
       if (parser.value(scenario) == "model") options.scenario = tl::LatencyScenario::Model;
       else if (parser.value(scenario) != "cloud") {
         std::cerr << "transportlens: --scenario is cloud or model\n";

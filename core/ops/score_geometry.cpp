@@ -30,6 +30,9 @@ template <class T>
 DenseScores<T>::DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps) : X_(scaledScores(Q, K, double(eps))) {}
 
 template <class T>
+DenseScores<T>::DenseScores(Mat<T> S, T eps) : X_(scaledScores(std::move(S), eps)) {}
+
+template <class T>
 Vec<T> DenseScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
   return tl::rowLogSumExp(X_, colShift);
 }

@@ -14,6 +14,7 @@ template <class T>
 class DenseScores {
  public:
   DenseScores(const Mat<T>& Q, const Mat<T>& K, T eps);
+  DenseScores(Mat<T> S, T eps);  // from the scores S = QKᵀ/√d already formed (a live session keeps them)
   Eigen::Index rows() const { return X_.rows(); }
   Eigen::Index cols() const { return X_.cols(); }
   Mask activeRows() const { return Mask::Ones(rows()); }

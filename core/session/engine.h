@@ -13,6 +13,7 @@
 #include "analysis/summary.h"
 #include "common/feedback.h"
 #include "ops/banded/banded_certificates.h"
+#include "ops/sinkhorn/sinkhorn_cache.h"
 #include "rankdecay/experiment.h"
 #include "session/session.h"
 #include "session/source_loader.h"
@@ -65,6 +66,13 @@ struct ContractionCache {
   std::shared_ptr<const ContractionCertificates> value;
 };
 
+// What the Engine keeps between requests so that a slider move recomputes only what changed: the primary
+// operator's Sinkhorn cache in each precision (ops/sinkhorn/sinkhorn_cache.h), bound to the input on screen.
+struct LiveCache {
+  SinkhornCache<float> f32;
+  SinkhornCache<double> f64;
+};
+
 class Engine {
  public:
   using ResultFn = std::function<void(std::shared_ptr<const SessionResult>)>;
@@ -104,6 +112,7 @@ class Engine {
   std::string cachedSourceKey_;
   LoadedSource cachedInput_;
   ContractionCache contractionCache_;
+  LiveCache liveCache_;
 
   std::thread worker_;
 };

@@ -1,7 +1,9 @@
 #pragma once
 // The TransportLens window: source and operator docks that edit a Session, the views that draw its
-// results, and the File menu. Every edit is submitted to the Engine at once (newer requests supersede
-// older ones); results arrive on the GUI thread through EngineBridge and go to every view.
+// results, and the File menu. Edits are submitted to the Engine on the next turn of the event loop, so a
+// burst of slider events makes one request (newer requests supersede older ones); results arrive on the GUI
+// thread through EngineBridge, and the newest of those that arrived together is drawn once, by the views on
+// screen (hidden views draw it when shown: View::present).
 #include <QMainWindow>
 #include <map>
 #include <memory>
@@ -18,6 +20,7 @@ class QMenu;
 class QMessageBox;
 class QProgressBar;
 class QPushButton;
+class QTimer;
 
 namespace tl {
 
@@ -42,6 +45,8 @@ class MainWindow : public QMainWindow {
   SourcePanel* sourcePanel() const { return sourcePanel_; }
   OperatorPanel* operatorPanel() const { return operatorPanel_; }
   std::shared_ptr<const SessionResult> lastResult() const { return last_; }
+  // Milliseconds the views on screen took to draw the last result (their repaint follows in one paint event).
+  double lastDrawMs() const { return lastDrawMs_; }
 
   // A file the user handed over, from File › Open or a drop: a session (.json) opens, a checkpoint or an image
   // becomes the model source, anything else is refused with a message. Failures are reported; the window and
@@ -51,7 +56,7 @@ class MainWindow : public QMainWindow {
   void cancelComputation();
 
  signals:
-  // Every view has drawn this result.
+  // Every view on screen has drawn this result (hidden views draw it when they are shown).
   void resultShown(std::shared_ptr<const tl::SessionResult> result);
   // The latest request failed; the message is also in the error box, the last result stays on screen.
   void computationFailed(const QString& message);
@@ -67,9 +72,12 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void buildMenus();
   void buildStatusBar();
-  void submit();
+  void submit();  // on the next turn of the event loop
+  void sendRequest();
+  void receiveResult(std::shared_ptr<const SessionResult> result);
   void showIdle(quint64 requestId);  // the busy label and Cancel go once the latest request has answered
-  void showResult(std::shared_ptr<const SessionResult> result);
+  void showResult();  // draws incoming_
+  void showStatus(const SessionResult& result, double drawMs);
   void raiseRelevantView(const SessionResult& result);
   // The [CLS] maps over the bottom tabs and the prediction over the 3-D view while the source is a model.
   void raiseModelViews(bool model);
@@ -88,6 +96,10 @@ class MainWindow : public QMainWindow {
   uint64_t latestRequest_ = 0;
   uint64_t cancelledThrough_ = 0;  // requests up to this id were cancelled: a late answer of theirs is dropped
   std::shared_ptr<const SessionResult> last_;
+  std::shared_ptr<const SessionResult> incoming_;  // the newest result not drawn yet
+  double lastDrawMs_ = 0;
+  QTimer* submitTimer_ = nullptr;  // zero-interval single shots that coalesce submits and draws
+  QTimer* drawTimer_ = nullptr;
 
   SourcePanel* sourcePanel_ = nullptr;
   OperatorPanel* operatorPanel_ = nullptr;

@@ -38,6 +38,7 @@ void MainWindow::saveSessionFile(bool askForPath) {
 }
 
 void MainWindow::exportView(View* view) {
+  view->drawPending();  // a hidden view exports the result on screen, not the one it last drew
   if (const std::string why = view->exportUnavailableReason(); !why.empty()) {
     reportError(tr("Cannot export %1").arg(view->title()), QString::fromStdString(why));
     return;

@@ -67,6 +67,7 @@ void SessionAutosave::watch(std::function<Session()> snapshot) {
 }
 
 void SessionAutosave::saveNow() {
+  if (!snapshot_) return;  // not watching: autosave is off, or watch() has not been called yet
   // The snapshot is taken here, on the GUI thread (views hand over their state); JSON and disk go to the writer.
   const uint64_t generation = ++latestSnapshot_;
   writer_.start([this, generation, session = snapshot_()] {

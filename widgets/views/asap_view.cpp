@@ -242,8 +242,6 @@ void AsapView::refit() {
     if (result_) emit redrawn(requestId);
     return;
   }
-  stale_ = parentWidget() && !isVisible();
-  if (stale_) return;
   const AsapInspectionSettings settings = wantedSettings(SinkhornParams::from(run->spec.params));
   auto input = result_->input;
   const uint64_t generation = generation_;
@@ -270,11 +268,6 @@ void AsapView::refit() {
         },
         Qt::QueuedConnection);
   });
-}
-
-void AsapView::showEvent(QShowEvent* event) {
-  FamilyView::showEvent(event);
-  if (stale_) refit();
 }
 
 void AsapView::finishPending() {
@@ -306,7 +299,7 @@ void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t reque
   drawScatter();
   drawSlice();
   drawPlans();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(requestId);
 }
 

@@ -47,8 +47,6 @@ class AsapView : public FamilyView {
  private:
   AsapInspectionSettings wantedSettings(const SinkhornParams& teacher) const;
   void refit();
-  // In the main window a hidden tab does not fit; it refits when shown (headless views always fit).
-  void showEvent(QShowEvent* event) override;
   void showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId);
   void drawScatter();
   void drawSlice();
@@ -83,7 +81,6 @@ class AsapView : public FamilyView {
 
   QThreadPool worker_;  // one fit at a time; a newer request drops the queued one
   uint64_t generation_ = 0;
-  bool stale_ = false;  // a fit was skipped while the view was hidden
   std::shared_ptr<const AsapInspection> inspection_;
   std::shared_ptr<const AttentionInput<double>> fittedInput_;  // the input inspection_ was fitted on
 };

@@ -104,7 +104,7 @@ void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
   fillIndexBars(colErrors_, cols.size() ? VecD(cols.col(0)) : VecD());
   const double hi = std::max(rows.size() ? rows.maxCoeff() : 0.0, cols.size() ? cols.maxCoeff() : 0.0);
   rowErrors_->valueAxis()->setRange(0, hi > 0 ? hi * 1.25 : 1e-12);  // room for the legend
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(result_->requestId);
 }
 

@@ -179,7 +179,7 @@ void CertificatesView::redraw() {
   }
   if (int(list.size()) > kStripLines) strips << tr("… %1 more (all in the CSV export)").arg(list.size() - kStripLines);
   stripTable_->setText(strips.join('\n'));
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 void CertificatesView::drawTiles(const ContractionCertificates& c, double eps) {
@@ -265,7 +265,7 @@ void CertificatesView::setTau(double tau) {
   if (index >= 0 && index != tauPicker_->currentIndex()) tauPicker_->setCurrentIndex(index);
   if (showingContent() && result_ && result_->certificates) {
     drawBias(*result_->certificates);
-    plot_->replot(QCustomPlot::rpImmediateRefresh);
+    plot_->replot(QCustomPlot::rpQueuedRefresh);
   }
 }
 

@@ -162,7 +162,7 @@ void ClsMapView::setResult(std::shared_ptr<const SessionResult> result) {
   showContent();
   offerSwappedTraces(result_->swapped.has_value());
   redraw();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(result_->requestId);
 }
 

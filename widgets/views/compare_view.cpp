@@ -122,7 +122,7 @@ void CompareView::setResult(std::shared_ptr<const SessionResult> result) {
   second_.title->setText(tr("2: %1").arg(t2));
   diff_.title->setText(tr("A₁ − A₂  (max |Δ| = %1)").arg(m, 0, 'g', 3));
   fillTable(*result_);
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(result_->requestId);
 }
 

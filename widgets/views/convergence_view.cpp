@@ -96,7 +96,7 @@ ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
 void ConvergenceView::setResult(std::shared_ptr<const SessionResult> result) {
   result_ = std::move(result);
   rebuild();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   if (result_) emit redrawn(result_->requestId);
 }
 

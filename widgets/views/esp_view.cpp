@@ -100,7 +100,7 @@ void EspView::setResult(std::shared_ptr<const SessionResult> result) {
     sliceBox_->setValue(std::clamp(wantedSlice_, 0, int(w.rows()) - 1));
   }
   drawSlice();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(result_->requestId);
 }
 

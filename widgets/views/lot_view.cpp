@@ -51,7 +51,7 @@ void LotView::setResult(std::shared_ptr<const SessionResult> result) {
   p2_.title->setText(tr("P2  (%1 × %2)").arg(P2.rows()).arg(P2.cols()));
   const MatD masses = extra(*run, "lot_pivot_masses");
   fillIndexBars(masses_, masses.size() ? VecD(masses.col(0)) : VecD());
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(result_->requestId);
 }
 

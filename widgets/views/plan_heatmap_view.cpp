@@ -196,7 +196,7 @@ void PlanHeatmapView::setResult(std::shared_ptr<const SessionResult> result) {
   heading_->setText(heading);
   fillMap();
   fillSums();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(result_->requestId);
 }
 

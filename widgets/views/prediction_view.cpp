@@ -202,7 +202,7 @@ void PredictionView::redraw() {
   QString line = tr("original: %1").arg(prediction(ownProbabilities_));
   if (swapped) line += tr("  ·  %1: %2").arg(with, prediction(swappedProbabilities_));
   heading_->setText(line + "\n" + QString::fromStdString(model.image.description));
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 // Probabilities 0 to 1 in steps of 0.2; when every shown bar is short (a thousand classes sharing the mass, an

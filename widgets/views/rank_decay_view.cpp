@@ -274,7 +274,7 @@ QCPGraph* RankDecayView::outputGraph(size_t op, BlockConfig config) const {
 void RankDecayView::setResult(std::shared_ptr<const SessionResult> result) {
   result_ = std::move(result);
   rebuild();
-  plot_->replot(QCustomPlot::rpImmediateRefresh);
+  plot_->replot(QCustomPlot::rpQueuedRefresh);
   if (result_) emit redrawn(result_->requestId);
 }
 

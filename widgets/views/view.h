@@ -21,7 +21,19 @@ class View : public QWidget {
   virtual std::string viewName() const = 0;  // key in Session::views and viewState: "plan"
   virtual QString title() const = 0;         // dock title: "Transport plan"
 
+  // Draws `result` now (`tlens render`, tests, views inside other widgets).
   virtual void setResult(std::shared_ptr<const SessionResult> result) = 0;
+  // What the window calls: draws now when the view is on screen; a view that is not (a closed dock, a tab
+  // behind another, a window not shown yet) keeps the result and draws it once it is, so hidden views cost
+  // nothing while sliders move.
+  void present(std::shared_ptr<const SessionResult> result);
+  // Draws the result kept while off screen, if any (an export of a hidden view).
+  void drawPending();
+  // Shown and not parked behind another tab: Qt moves the widgets of a dock's hidden tabs outside the window
+  // instead of hiding them, so isVisible() alone says nothing about tabs.
+  bool onScreen() const;
+  // Draws the kept result once the layout has placed the view (a tab raised, a dock opened, the window shown).
+  void drawPendingWhenOnScreen();
   // Views that compute on a worker thread after setResult (the ASAP view's fit) finish and draw before
   // returning, so `tlens render` exports what the GUI would show.
   virtual void finishPending() {}
@@ -38,6 +50,12 @@ class View : public QWidget {
  signals:
   // The view has drawn the result of this request on screen.
   void redrawn(quint64 requestId);
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  std::shared_ptr<const SessionResult> pending_;  // the newest result that arrived while hidden
 };
 
 // The primary operator's run, or nullptr when the result has none.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "common/errors.h"
@@ -10,6 +11,7 @@
 #include "ops/dense_device.h"
 #include "ops/log_domain.h"
 #include "ops/score_geometry.h"
+#include "ops/sinkhorn/sinkhorn_cache.h"
 #include "ops/sinkhorn/sinkhorn_loop.h"
 #include "ops/subsequence.h"
 
@@ -19,12 +21,13 @@ namespace {
 // One run on an input whose only possible mask is the keep-queries key mask.
 template <class T>
 PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParams& p,
-                                const std::optional<Mask>& keyMask, Feedback& feedback) {
+                                const std::optional<Mask>& keyMask, Feedback& feedback, SinkhornCache<T>* cache) {
   const auto start = std::chrono::steady_clock::now();
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
   checkDenseSize(nq, nk, sizeof(T), "Sinkhorn");
   const T eps = T(p.eps);
-  DenseScores<T> X(in.Q, in.K, eps);
+  std::optional<DenseScores<T>> fresh;
+  const DenseScores<T>& X = cache ? cache->scaledScores(in, p.eps) : fresh.emplace(in.Q, in.K, eps);
 
   const auto [logMu, logNu] = sinkhornLogMarginals<T>(nq, nk, keyMask);
 
@@ -34,8 +37,10 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   options.budget = p.T;
   // Attention scale A = n_q·P: rows target 1, columns n_q·nu (1 when square and unpadded).
   const T scale = T(nq);
-  runSinkhornLoop<T>(X, logMu, logNu, eps, scale, options, feedback, r, ut, vt);
-  r.plan = std::move(X).intoPlan(ut, vt, scale);
+  runSinkhornLoop<T>(X, logMu, logNu, eps, scale, options, feedback, r, ut, vt, cache ? cache->resumeFrom(p.T) : nullptr);
+  if (cache) cache->keep(ut, vt, r);
+  // The cache keeps its scores for the next edit; a fresh run's score buffer becomes the plan (one n×n less).
+  r.plan = fresh ? std::move(*fresh).intoPlan(ut, vt, scale) : X.plan(ut, vt, scale);
   if (in.V) r.output = r.plan.apply(*in.V);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -74,17 +79,21 @@ template std::pair<Vec<double>, Vec<double>> sinkhornLogMarginals(Eigen::Index, 
 SinkhornParams SinkhornParams::from(const ParamSet& resolved) { return sinkhornParamBindings().fill(resolved); }
 
 template <class T>
-PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornParams& params, Feedback& feedback) {
+PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornParams& params, Feedback& feedback,
+                                SinkhornCache<T>* cache) {
   sinkhornParamBindings().check(params, "sinkhorn");
   validateInput(input);
-  if (params.maskMode == MaskMode::KeepQueries) return sinkhornLogDomain(input, params, input.mask, feedback);
+  if (cache) cache->startRun(params.maskMode);
+  if (params.maskMode == MaskMode::KeepQueries) return sinkhornLogDomain(input, params, input.mask, feedback, cache);
   return runOnValidSubsequence<T>(input, [&](const AttentionInput<T>& valid) {
-    return sinkhornLogDomain(valid, params, std::nullopt, feedback);
+    return sinkhornLogDomain(valid, params, std::nullopt, feedback, cache);
   });
 }
 
-template PlanResult<float> sinkhornAttention(const AttentionInput<float>&, const SinkhornParams&, Feedback&);
-template PlanResult<double> sinkhornAttention(const AttentionInput<double>&, const SinkhornParams&, Feedback&);
+template PlanResult<float> sinkhornAttention(const AttentionInput<float>&, const SinkhornParams&, Feedback&,
+                                             SinkhornCache<float>*);
+template PlanResult<double> sinkhornAttention(const AttentionInput<double>&, const SinkhornParams&, Feedback&,
+                                              SinkhornCache<double>*);
 
 void registerSinkhorn(OperatorRegistry& registry) {
   CudaPath<SinkhornParams> cuda;

@@ -16,6 +16,8 @@
 namespace tl {
 
 class OperatorRegistry;
+template <class T>
+class SinkhornCache;
 
 struct SinkhornParams {
   int T;       // budget: single normalisations, rows first (docs/conventions.md#budget)
@@ -31,9 +33,11 @@ const ParamBindings<SinkhornParams>& sinkhornParamBindings();
 template <class T>
 std::pair<Vec<T>, Vec<T>> sinkhornLogMarginals(Eigen::Index nq, Eigen::Index nk, const std::optional<Mask>& keyMask);
 
+// `cache`, when given, is bound to `input` (or to the input `input` was cast from) and supplies what an earlier
+// run on it already computed (sinkhorn_cache.h); the result is the same bit for bit.
 template <class T>
 PlanResult<T> sinkhornAttention(const AttentionInput<T>& input, const SinkhornParams& params,
-                                Feedback& feedback = noFeedback());
+                                Feedback& feedback = noFeedback(), SinkhornCache<T>* cache = nullptr);
 
 void registerSinkhorn(OperatorRegistry& registry);
 

@@ -6,14 +6,28 @@
 // Marginal errors after step t need the sums of both sides of plan t. The closing side comes from step t's
 // own log-sum-exp; the other side is exactly what step t+1 computes (its LSE at the old potential), so the
 // loop runs one extra half-step without updating to get the last plan's open side: T+1 passes in all.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "common/errors.h"
 #include "common/feedback.h"
 #include "ops/marginals.h"
 #include "ops/plan_result.h"
 
 namespace tl {
+
+// The loop's state after `steps` single normalisations: the potentials and what was recorded so far. A run
+// with a larger budget on the same scores and marginals continues from it and takes exactly the steps a fresh
+// run takes after `steps`, so its result is bit for bit the fresh one (ops/sinkhorn/sinkhorn_cache.h).
+template <class T>
+struct SinkhornLoopState {
+  int steps = 0;                               // 0: nothing to continue from
+  Vec<T> ut, vt;                               // potentials in eps units after `steps`
+  Mat<T> uHistory, vHistory;                   // their first `steps` rows
+  std::vector<MarginalErrors> errorHistory;    // its first `steps` entries
+};
 
 struct SinkhornLoopOptions {
   int budget = 10;             // single normalisations, rows first
@@ -83,25 +97,37 @@ T centre(Vec<T>& ut, Vec<T>& vt) {
 
 // logMu / logNu: log marginals in transport scale (−inf = inactive token: its potential stays −inf and
 // it carries no mass). The attention plan is scale · exp(X + ut ⊕ vt). Fills duals, histories, errors and
-// targets of `r`; the caller forms the plan (dense or structured).
+// targets of `r`; the caller forms the plan (dense or structured). `resume`, when given, is this loop's state
+// after at most `options.budget` steps on the same X and marginals, without centring: the loop goes on from it.
 template <class T, class Geometry>
 void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu, T eps, T scale,
-                     const SinkhornLoopOptions& options, Feedback& feedback, PlanResult<T>& r, Vec<T>& ut, Vec<T>& vt) {
+                     const SinkhornLoopOptions& options, Feedback& feedback, PlanResult<T>& r, Vec<T>& ut, Vec<T>& vt,
+                     const SinkhornLoopState<T>* resume = nullptr) {
   using namespace sinkhorn_loop;
+  const int budget = options.budget;
+  const int done = resume ? resume->steps : 0;
+  if (done > budget || (done > 0 && options.centredFullSteps > 0))
+    throw InvalidArgument("a Sinkhorn loop continues only from fewer steps, without centring");
   setMarginalTargets(logMu, logNu, scale, r);
-  ut = (logMu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logMu.size())).matrix();
-  vt = (logNu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logNu.size())).matrix();
+  ut = done > 0 ? resume->ut : (logMu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logMu.size())).matrix();
+  vt = done > 0 ? resume->vt : (logNu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logNu.size())).matrix();
   const Side<T> rows{ut, logMu, r.rowTarget, &MarginalErrors::rowMax, &MarginalErrors::rowMean};
   const Side<T> cols{vt, logNu, r.colTarget, &MarginalErrors::colMax, &MarginalErrors::colMean};
 
-  const int budget = options.budget;
   r.uHistory.resize(budget, ut.size());
   r.vHistory.resize(budget, vt.size());
   r.errorHistory.assign(size_t(budget), MarginalErrors{});
+  if (done > 0) {
+    r.uHistory.topRows(done) = resume->uHistory.topRows(done);
+    r.vHistory.topRows(done) = resume->vHistory.topRows(done);
+    std::copy_n(resume->errorHistory.begin(), done, r.errorHistory.begin());
+  }
   // Accumulated centring shift c: the raw (never-centred) potentials are (ut + c, vt − c). Those are the
   // ones written out (docs/conventions.md#duals); −inf stays −inf.
   T gauge = 0;
-  for (int t = 1; t <= budget + 1; ++t) {
+  // Step done + 1 first recomputes the open side of plan `done`: the same numbers the run that stopped there
+  // recorded.
+  for (int t = done + 1; t <= budget + 1; ++t) {
     feedback.throwIfCanceled();
     const bool rowStep = t % 2 == 1;  // rows first: odd t normalises rows, even t columns
     const Side<T>& side = rowStep ? rows : cols;

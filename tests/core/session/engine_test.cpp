@@ -316,5 +316,44 @@ TEST(Engine, BandedCertificatesFollowEpsWithoutRecomputingTheDiameters) {
   EXPECT_FALSE(run("sinkhorn:T=4")->certificates);  // other families carry none
 }
 
+// A live sequence of edits (T up and down, eps, precision, another source, a second operator): the Engine reuses
+// the primary Sinkhorn's scores and loop between requests (ops/sinkhorn/sinkhorn_cache.h), and every result it
+// delivers equals a fresh synchronous run of the same session bit for bit.
+TEST(Engine, LiveEditsReuseTheSinkhornStateAndEqualFreshRuns) {
+  Collector c;
+  Engine engine(c.onResult(), c.onError());
+  const std::vector<Session> edits = {
+      makeSession("synthetic:gaussian:n=40,d=4,seed=2", {"sinkhorn:T=5,eps=0.5"}),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=2", {"sinkhorn:T=12,eps=0.5"}),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=2", {"sinkhorn:T=3,eps=0.5"}),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=2", {"sinkhorn:T=3,eps=0.2"}),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=2", {"sinkhorn:T=9,eps=0.2"}, Precision::F32),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=2", {"sinkhorn:T=11,eps=0.2"}, Precision::F32),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=3", {"sinkhorn:T=14,eps=0.2"}, Precision::F32),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=3", {"sinkhorn:T=16,eps=0.2", "sinkhorn:T=2"}, Precision::F32),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=3", {"softmax"}),
+      makeSession("synthetic:gaussian:n=40,d=4,seed=3", {"sinkhorn:T=20,eps=0.2"})};
+  for (const Session& s : edits) {
+    const uint64_t id = engine.submit(s);
+    ASSERT_TRUE(c.waitFor(id));
+    std::shared_ptr<const SessionResult> live;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      ASSERT_TRUE(c.errors.empty()) << c.errors.front().second;
+      live = c.results.back();
+    }
+    const SessionResult fresh = runSession(s);
+    ASSERT_EQ(live->runs.size(), fresh.runs.size());
+    for (size_t i = 0; i < fresh.runs.size(); ++i) {
+      const PlanResult<double>& a = live->runs[i].result;
+      const PlanResult<double>& b = fresh.runs[i].result;
+      EXPECT_TRUE(test::matricesIdentical(a.plan.dense(), b.plan.dense())) << s.operators[i].toString();
+      EXPECT_TRUE(test::matricesIdentical(a.u, b.u));
+      EXPECT_TRUE(test::matricesIdentical(a.vHistory, b.vHistory));
+      EXPECT_EQ(a.errors.colMax, b.errors.colMax);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tl

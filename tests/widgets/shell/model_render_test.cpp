@@ -73,8 +73,10 @@ TEST_F(ModelRenderTest, TheClsViewSettingsTravelWithTheSession) {
   }
   EXPECT_EQ(saved.views, (std::vector<std::string>{"plan", "convergence", "cloud3d", "cls", "prediction"}));
   MainWindow window(saved);
+  window.show();  // views draw once they are on screen
   ASSERT_TRUE(test::waitForResult(window, [](const SessionResult& r) { return r.model != nullptr; }));
   auto* cls = dynamic_cast<ClsMapView*>(window.view("cls"));
+  ASSERT_TRUE(test::waitUntil([&] { return cls->largeValues().size() > 0; }));
   EXPECT_EQ(cls->options().kind, ClsMapKind::Key);
   EXPECT_EQ(cls->findChild<QComboBox*>("clsColours")->currentText(), "magma");
   EXPECT_EQ(cls->findChild<QSlider*>("clsOpacity")->value(), 40);

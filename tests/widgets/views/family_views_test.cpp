@@ -4,6 +4,8 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QMessageBox>
+#include <QDockWidget>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
 #include <cmath>
@@ -181,15 +183,24 @@ TEST_F(FamilyViewsTest, CertificatesViewFollowsEpsAndEqualsTheCore) {
   ASSERT_NE(view, nullptr);
   Session s = window_->currentSession();
   OperatorSpec spec = OperatorRegistry::builtin().parse("banded:W=12,base_steps=15,tail_steps=2,tile=8,eps=1");
+  // The Certificates tab sits behind Banded support, which a banded result raises; a hidden tab draws when the
+  // user brings it up, so the test does that once the result is on screen, and waits until the tab drew it.
   auto show = [&](double eps) {
     spec.params["eps"] = eps;
     window_->operatorPanel()->primaryForm()->setSpec(spec);
     s.operators = {spec};
+    QSignalSpy drawn(view, &View::redrawn);
     window_->loadSession(s);
-    return test::waitUntil([&] {
+    const bool computed = test::waitUntil([&] {
       auto r = window_->lastResult();
       return r && r->session.operators.front().family == "banded" && r->certificates &&
              getReal(r->session.operators.front().params, "eps") == eps;
+    });
+    window_->findChild<QDockWidget*>("certificatesDock")->raise();
+    return computed && test::waitUntil([&] {
+      for (const QList<QVariant>& args : drawn)
+        if (args.front().toULongLong() == window_->lastResult()->requestId) return true;
+      return false;
     });
   };
   auto check = [&](double eps) {
