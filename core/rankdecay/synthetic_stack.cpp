@@ -51,7 +51,8 @@ MatD gaussian(SeededRandom& rng, int rows, int cols, double variance) {
   return M;
 }
 
-LayerWeights drawLayer(SeededRandom& rng, const StackSpec& spec) {
+// `ffn`: whether the configuration uses the FFN; its weights are skipped in the stream otherwise.
+LayerWeights drawLayer(SeededRandom& rng, const StackSpec& spec, bool ffn) {
   const int d = spec.width, dh = spec.width / spec.heads;
   LayerWeights w;
   for (int h = 0; h < spec.heads; ++h) {
@@ -64,8 +65,12 @@ LayerWeights drawLayer(SeededRandom& rng, const StackSpec& spec) {
     w.WO.push_back(WO.middleRows(h * dh, dh));
     w.Wh.push_back(w.WV[size_t(h)] * w.WO[size_t(h)]);
   }
-  w.W1 = gaussian(rng, d, 4 * d, 2.0 / d);
-  w.W2 = gaussian(rng, 4 * d, d, 1.0 / (4 * d));
+  if (ffn) {
+    w.W1 = gaussian(rng, d, 4 * d, 2.0 / d);
+    w.W2 = gaussian(rng, 4 * d, d, 1.0 / (4 * d));
+  } else {
+    rng.skipNormals(uint64_t(2) * 4 * d * d);  // W1 and W2: the next layer's weights stay the same
+  }
   return w;
 }
 
@@ -122,9 +127,9 @@ SampleRun runSample(const Operator& op, const StackSpec& spec, uint64_t seed, Fe
   const MatD mu = gaussian(rng, 1, spec.width, 4.0);
   MatD X = gaussian(rng, spec.n, spec.width, 1.0).rowwise() + mu.row(0);
   std::vector<LayerWeights> weights;
-  for (int l = 0; l < spec.layers; ++l) weights.push_back(drawLayer(rng, spec));
-
   const BlockSwitches sw = switchesFor(spec.config, spec.skipScope);
+  for (int l = 0; l < spec.layers; ++l) weights.push_back(drawLayer(rng, spec, sw.ffn));
+
   const bool pre = spec.layerNorm == LayerNormPlace::Pre, post = spec.layerNorm == LayerNormPlace::Post;
   const bool pureSan = spec.config == BlockConfig::San && spec.layerNorm == LayerNormPlace::None;
   const double factor = scoreFactor(op, spec.scale);
