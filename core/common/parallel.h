@@ -3,6 +3,8 @@
 // The body gets half-open ranges [begin, end) so per-range buffers are allocated once per range, not per index,
 // and must not throw: an exception cannot leave an OpenMP region.
 #include <algorithm>
+#include <exception>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -43,6 +45,37 @@ void parallelFor(Eigen::Index n, double work, Body&& body) {
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) body(n * t / threads, n * (t + 1) / threads);
 #endif
+}
+
+// Runs body(i) for every i in [0, n), the items handed out one at a time to the cores (for loops of few,
+// costly, independent items of uneven cost: networks, attention paths). Each item must write only its own
+// slot, so results do not depend on the thread count. Eigen's own products inside the body run on one thread
+// (Eigen does not fork inside a parallel region). An exception thrown by body(i) is kept, and the one of the
+// smallest i is rethrown after the loop: callers see what a serial loop would have thrown first.
+template <class Body>
+void parallelForEach(Eigen::Index n, Body&& body) {
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(std::max<Eigen::Index>(n, 0)));
+  auto run = [&](Eigen::Index i) {
+    try {
+      body(i);
+    } catch (...) {
+      failures[static_cast<size_t>(i)] = std::current_exception();
+    }
+  };
+  const int threads = int(std::min<Eigen::Index>(parallelThreads(), n));
+  if (threads <= 1) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      run(i);
+      if (failures[static_cast<size_t>(i)]) break;  // as a serial loop would
+    }
+  } else {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (Eigen::Index i = 0; i < n; ++i) run(i);
+#endif
+  }
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace tl

@@ -24,4 +24,17 @@ double SeededRandom::normal() {
   return radius * std::cos(angle);
 }
 
+void SeededRandom::skipNormals(uint64_t count) {
+  if (count > 0 && haveSpare_) {
+    haveSpare_ = false;
+    --count;
+  }
+  for (; count >= 2; count -= 2) {  // a whole pair, both values unread: the uniforms normal() would take
+    double u1 = uniform();
+    while (u1 <= 0) u1 = uniform();
+    uniform();
+  }
+  if (count == 1) normal();  // its pair's second value stays as the spare, as after a call of normal()
+}
+
 }  // namespace tl

@@ -11,6 +11,9 @@ class SeededRandom {
   explicit SeededRandom(uint64_t seed) : engine_(seed) {}
   double uniform();   // [0, 1)
   double normal();    // N(0, 1)
+  // Advances the stream exactly as `count` calls of normal() would, without the transform for the values
+  // nobody reads (for draws kept only so that later draws stay where they were).
+  void skipNormals(uint64_t count);
   std::mt19937_64& engine() { return engine_; }
 
  private:

@@ -52,7 +52,7 @@ void installModelRecorder(ModelRecorder recorder) { modelRecorder() = std::move(
 
 std::vector<TheoryCurve> theoryCurves(const std::vector<SampleTheoryInputs>& samples, const OperatorSpec& op,
                                       const StackSpec& spec, double largestMarginalError) {
-  std::vector<std::vector<double>> printed, linearised, rigorous, data;
+  std::vector<std::vector<double>> printed, linearised, rigorous, localRigorous, data;
   int vacuousP = 0, vacuousL = 0;
   std::vector<double> linearisedLayers;
   for (const SampleTheoryInputs& in : samples) {
@@ -60,6 +60,7 @@ std::vector<TheoryCurve> theoryCurves(const std::vector<SampleTheoryInputs>& sam
     printed.push_back(b.printed);
     linearised.push_back(b.linearised);
     rigorous.push_back(b.rigorous);
+    localRigorous.push_back(b.localRigorous);
     if (!in.dataBound.empty()) data.push_back(b.data);
     vacuousP += vacuous(b.printedSqrtCr0);
     vacuousL += vacuous(b.linearisedSqrtCr0);
@@ -71,12 +72,14 @@ std::vector<TheoryCurve> theoryCurves(const std::vector<SampleTheoryInputs>& sam
   const double count = double(samples.size());
 
   TheoryCurve p{"printed", "paper's Thm 2 as printed (not guaranteed: √n too small per layer)", reason.empty(),
-                reason, medianPerLayer(printed), vacuousP / count, 0};
+                reason, medianPerLayer(printed), {}, vacuousP / count, 0};
   TheoryCurve l{"linearised", "linearised estimate, not a bound (sharp only as scores → 0)", reason.empty(), reason,
-                medianPerLayer(linearised), vacuousL / count, int(median(linearisedLayers))};
+                medianPerLayer(linearised), {}, vacuousL / count, int(median(linearisedLayers))};
   TheoryCurve r{"rigorous", "rigorous bound (Sinkhorn, converged)", reason.empty(), reason,
-                medianPerLayer(rigorous), 0, 0};
-  TheoryCurve d{"data", "exact one-step data bound (any normaliser)", !data.empty(), "", {}, 0, 0};
+                medianPerLayer(rigorous), {}, 0, 0};
+  // The local variant needs the measured layers, which only a pure-SAN stack without LayerNorm records.
+  if (!localRigorous.empty() && localRigorous[0].size() > 1) r.localLog10 = medianPerLayer(localRigorous);
+  TheoryCurve d{"data", "exact one-step data bound (any normaliser)", !data.empty(), "", {}, {}, 0, 0};
   if (data.empty())
     d.reason = spec.config != BlockConfig::San ? "the one-step identity covers pure self-attention layers only"
                                                : "LayerNorm present: the one-step identity has none";

@@ -32,6 +32,9 @@ struct TheoryCurve {
   bool applies = true;
   std::string reason;  // why it does not apply (empty when it does)
   std::vector<double> log10;
+  // rigorous: its local variant (one step from the measured X_{ℓ−1}), log10 of the median over the samples at
+  // ℓ = 0 … L (ℓ = 0 is r_0), drawn as markers; empty for the other curves.
+  std::vector<double> localLog10;
   double vacuousFraction = 0;  // printed and linearised: share of samples with √c·r_0 ≥ 1
   int validLayers = 0;         // linearised: layers before the first max|A| > 0.3 (median sample)
 };

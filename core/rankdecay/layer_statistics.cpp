@@ -6,6 +6,7 @@
 
 #include "analysis/plan_stats.h"
 #include "analysis/rank.h"
+#include "common/parallel.h"
 #include "rankdecay/residual.h"
 
 namespace tl::rankdecay {
@@ -14,11 +15,12 @@ std::vector<LayerSummary> outputStatistics(const AttentionRecord& record, Feedba
   std::vector<LayerSummary> layers;
   if (record.outputs.empty() || record.outputs[0].empty()) return layers;
   const int count = int(record.outputs[0].size());
-  for (int l = 0; l < count; ++l) {
+  layers.resize(size_t(count));
+  feedback.setProgress(0, "outputs per layer");
+  parallelForEach(count, [&](Eigen::Index l) {  // each layer fills its own slot
     feedback.throwIfCanceled();
-    feedback.setProgress(double(l) / count, "outputs of layer " + std::to_string(l));
-    LayerSummary s;
-    s.layer = l;
+    LayerSummary& s = layers[size_t(l)];
+    s.layer = int(l);
     for (const auto& sample : record.outputs) {
       const MatD& X = sample[size_t(l)];
       const double residual = spectralNorm(meanResidual(X)), norm = spectralNorm(X);
@@ -31,17 +33,16 @@ std::vector<LayerSummary> outputStatistics(const AttentionRecord& record, Feedba
     s.std = linear.std;
     s.log10Rho = meanStd(s.rho, /*log10=*/true);
     s.resMedian = median(s.res);
-    layers.push_back(std::move(s));
-  }
+  });
   return layers;
 }
 
 std::vector<AttentionLayerStats> attentionStatistics(const AttentionRecord& record, Feedback& feedback) {
-  std::vector<AttentionLayerStats> layers;
-  for (int l = 0; l < record.layers; ++l) {
+  std::vector<AttentionLayerStats> layers(size_t(std::max(record.layers, 0)));
+  parallelForEach(record.layers, [&](Eigen::Index l) {  // each layer fills its own slot
     feedback.throwIfCanceled();
-    AttentionLayerStats s;
-    s.layer = l + 1;
+    AttentionLayerStats& s = layers[size_t(l)];
+    s.layer = int(l) + 1;
     int count = 0;
     for (int b = 0; b < record.samples; ++b)
       for (int h = 0; h < record.heads; ++h) {
@@ -55,8 +56,7 @@ std::vector<AttentionLayerStats> attentionStatistics(const AttentionRecord& reco
       }
     s.entropy /= count;
     s.effectiveRank /= count;
-    layers.push_back(s);
-  }
+  });
   return layers;
 }
 

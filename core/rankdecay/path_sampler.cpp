@@ -1,10 +1,12 @@
 #include "rankdecay/path_sampler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <string>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "rankdecay/residual.h"
 
 namespace tl::rankdecay {
@@ -66,26 +68,41 @@ void checkRecord(const AttentionRecord& record, const PathOptions& options) {
 std::vector<DepthSummary> sampleAttentionPaths(const AttentionRecord& record, const PathOptions& options,
                                                Feedback& feedback) {
   checkRecord(record, options);
+  // Every path is drawn first, depth by depth, in the generator's fixed order; the products and their
+  // σ₂/σ₁ then run in parallel, each path writing its own slot, so the values do not depend on the thread
+  // count.
   SeededRandom rng(options.seed);
+  const size_t perDepth = size_t(options.paths);
+  std::vector<SampledPath> paths;
+  for (int t = 1; t <= record.layers; ++t)
+    for (size_t rep = 0; rep < perDepth; ++rep)
+      paths.push_back(samplePath(rng, t, record.layers, record.samples, record.heads, options.samplePerLayer));
+
+  std::vector<double> values(paths.size());
+  std::atomic<size_t> finished{0};
+  parallelForEach(Eigen::Index(paths.size()), [&](Eigen::Index i) {
+    feedback.throwIfCanceled();
+    values[size_t(i)] = sigmaRatio(pathProduct(record, paths[size_t(i)], options.order));
+    const size_t done = ++finished;
+    if (done % perDepth == 0)
+      feedback.setProgress(double(done) / double(paths.size()), "paths " + std::to_string(done) + "/" +
+                                                                    std::to_string(paths.size()));
+  });
+
   std::vector<DepthSummary> depths;
   for (int t = 1; t <= record.layers; ++t) {
-    feedback.setProgress(double(t - 1) / record.layers, "paths of depth " + std::to_string(t));
     DepthSummary depth;
     depth.t = t;
-    for (int rep = 0; rep < options.paths; ++rep) {
-      feedback.throwIfCanceled();
-      const SampledPath path = samplePath(rng, t, record.layers, record.samples, record.heads, options.samplePerLayer);
-      for (int i = 0; i < t; ++i) {
-        const MarginalErrors& e = record.errors[record.index(path.layers[size_t(i)], path.samples[size_t(i)],
-                                                             path.heads[size_t(i)])];
+    const size_t first = size_t(t - 1) * perDepth;
+    depth.values.assign(values.begin() + long(first), values.begin() + long(first + perDepth));
+    for (size_t p = first; p < first + perDepth; ++p)
+      for (size_t i = 0; i < paths[p].layers.size(); ++i) {
+        const MarginalErrors& e = record.errors[record.index(paths[p].layers[i], paths[p].samples[i], paths[p].heads[i])];
         depth.factorMarginalError = std::max({depth.factorMarginalError, e.rowMax, e.colMax});
       }
-      depth.values.push_back(sigmaRatio(pathProduct(record, path, options.order)));
-    }
     depth.box = summarise(depth.values);
     depths.push_back(std::move(depth));
   }
-  feedback.setProgress(1.0, "paths done");
   return depths;
 }
 

@@ -44,6 +44,7 @@ json theoryJson(const TheoryCurve& c) {
   if (!c.reason.empty()) j["reason"] = c.reason;
   if (c.name == "printed" || c.name == "linearised") j["vacuous_fraction"] = c.vacuousFraction;
   if (c.name == "linearised") j["valid_layers"] = c.validLayers;
+  if (!c.localLog10.empty()) j["local_log10_res"] = c.localLog10;
   return j;
 }
 

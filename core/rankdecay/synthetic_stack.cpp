@@ -1,9 +1,12 @@
 #include "rankdecay/synthetic_stack.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "data/random.h"
 #include "rankdecay/normaliser.h"
 #include "rankdecay/residual.h"
@@ -35,7 +38,8 @@ void validate(const StackSpec& spec) {
 namespace {
 
 struct LayerWeights {
-  std::vector<MatD> WQ, WK, Wh;  // per head; Wh = W_V,h W_O,hᵀ (width × width)
+  std::vector<MatD> WQ, WK, WV, WO;  // per head: width × dh, and W_O's rows of the head (dh × width)
+  std::vector<MatD> Wh;              // per head: W_h = W_V,h W_O,h (width × width)
   MatD W1, W2;
 };
 
@@ -47,19 +51,26 @@ MatD gaussian(SeededRandom& rng, int rows, int cols, double variance) {
   return M;
 }
 
-LayerWeights drawLayer(SeededRandom& rng, const StackSpec& spec) {
+// `ffn`: whether the configuration uses the FFN; its weights are skipped in the stream otherwise.
+LayerWeights drawLayer(SeededRandom& rng, const StackSpec& spec, bool ffn) {
   const int d = spec.width, dh = spec.width / spec.heads;
   LayerWeights w;
-  std::vector<MatD> WV;
   for (int h = 0; h < spec.heads; ++h) {
     w.WQ.push_back(gaussian(rng, d, dh, 1.0 / d));
     w.WK.push_back(gaussian(rng, d, dh, 1.0 / d));
-    WV.push_back(gaussian(rng, d, dh, 1.0 / d));
+    w.WV.push_back(gaussian(rng, d, dh, 1.0 / d));
   }
   const MatD WO = gaussian(rng, spec.heads * dh, d, 1.0 / (spec.heads * dh));  // rows h·dh … (h+1)·dh − 1: head h
-  for (int h = 0; h < spec.heads; ++h) w.Wh.push_back(WV[size_t(h)] * WO.middleRows(h * dh, dh));
-  w.W1 = gaussian(rng, d, 4 * d, 2.0 / d);
-  w.W2 = gaussian(rng, 4 * d, d, 1.0 / (4 * d));
+  for (int h = 0; h < spec.heads; ++h) {
+    w.WO.push_back(WO.middleRows(h * dh, dh));
+    w.Wh.push_back(w.WV[size_t(h)] * w.WO[size_t(h)]);
+  }
+  if (ffn) {
+    w.W1 = gaussian(rng, d, 4 * d, 2.0 / d);
+    w.W2 = gaussian(rng, 4 * d, d, 1.0 / (4 * d));
+  } else {
+    rng.skipNormals(uint64_t(2) * 4 * d * d);  // W1 and W2: the next layer's weights stay the same
+  }
   return w;
 }
 
@@ -78,28 +89,31 @@ double scoreFactor(const Operator& op, double scale) {
   return scale / std::get<double>(eps->second);
 }
 
-// Exact one-step data bound of one pure-SAN layer (spec 3.4.4) from its input X and head plans.
-double dataBound(const MatD& X, const std::vector<MatD>& plans, const LayerWeights& w) {
-  const double r = spectralNorm(meanResidual(X));
+// Exact one-step data bound of one pure-SAN layer (spec 3.4.4) from its input X (residual norm r) and head
+// plans; normH[h] = ‖W_h‖₂.
+double dataBound(const MatD& X, double r, const std::vector<MatD>& plans, const LayerWeights& w,
+                 const std::vector<double>& normH) {
   const VecD mean = X.colwise().mean().transpose();
   double bound = 0;
   for (size_t h = 0; h < plans.size(); ++h) {
     const VecD e = plans[h].rowwise().sum().array() - 1.0;
     const double centredError = (e.array() - e.mean()).matrix().norm();
-    bound += spectralNorm(projectZeroMarginals(plans[h])) * r * spectralNorm(w.Wh[h]) +
+    bound += spectralNorm(projectZeroMarginals(plans[h])) * r * normH[h] +
              centredError * (w.Wh[h].transpose() * mean).norm();
   }
   return bound;
 }
 
-double maxCentredScore(const MatD& X, const LayerWeights& w, double factor) {
+// Per head a_h = max_ij |A_h,ij| of the centred scores A_h = R W_QK,h Rᵀ/√d_qk (times the score factor),
+// R = res(X): the local size of the scores the linearisation and the local rigorous bound need.
+std::vector<double> centredScoreMaxima(const MatD& X, const LayerWeights& w, double factor) {
   const MatD R = meanResidual(X);
-  double worst = 0;
+  std::vector<double> maxima;
   for (size_t h = 0; h < w.WQ.size(); ++h) {
     const MatD A = (R * w.WQ[h]) * (R * w.WK[h]).transpose() * (factor / std::sqrt(double(w.WQ[h].cols())));
-    worst = std::max(worst, A.cwiseAbs().maxCoeff());
+    maxima.push_back(A.cwiseAbs().maxCoeff());
   }
-  return worst;
+  return maxima;
 }
 
 struct SampleRun {
@@ -113,9 +127,9 @@ SampleRun runSample(const Operator& op, const StackSpec& spec, uint64_t seed, Fe
   const MatD mu = gaussian(rng, 1, spec.width, 4.0);
   MatD X = gaussian(rng, spec.n, spec.width, 1.0).rowwise() + mu.row(0);
   std::vector<LayerWeights> weights;
-  for (int l = 0; l < spec.layers; ++l) weights.push_back(drawLayer(rng, spec));
-
   const BlockSwitches sw = switchesFor(spec.config, spec.skipScope);
+  for (int l = 0; l < spec.layers; ++l) weights.push_back(drawLayer(rng, spec, sw.ffn));
+
   const bool pre = spec.layerNorm == LayerNormPlace::Pre, post = spec.layerNorm == LayerNormPlace::Post;
   const bool pureSan = spec.config == BlockConfig::San && spec.layerNorm == LayerNormPlace::None;
   const double factor = scoreFactor(op, spec.scale);
@@ -135,16 +149,19 @@ SampleRun runSample(const Operator& op, const StackSpec& spec, uint64_t seed, Fe
       NormalisedAttention a = normalise(op, factor * (Z * w.WQ[h]), Z * w.WK[h], feedback);
       attention += a.plan * Z * w.Wh[h];
       if (pureSan) {
-        norms.qk.push_back(factor * spectralNorm(w.WQ[h] * w.WK[h].transpose()));
-        norms.h.push_back(spectralNorm(w.Wh[h]));
+        norms.qk.push_back(factor * spectralNormOfProduct(w.WQ[h], w.WK[h].transpose()));
+        norms.h.push_back(spectralNormOfProduct(w.WV[h], w.WO[h]));
         plans.push_back(a.plan);
       }
       run.attention.back().push_back(std::move(a));
     }
     if (pureSan) {  // the theory covers this setting only; elsewhere its inputs would cost SVDs for nothing
+      const double r = spectralNorm(meanResidual(X));
+      const std::vector<double> scoreMaxima = centredScoreMaxima(Z, w, factor);
+      run.theory.maxCentredScore.push_back(*std::max_element(scoreMaxima.begin(), scoreMaxima.end()));
+      run.theory.dataBound.push_back(dataBound(X, r, plans, w, norms.h));
+      run.theory.localRigorousBound.push_back(rigorousStep(r, scoreMaxima, norms.h));
       run.theory.layers.push_back(norms);
-      run.theory.maxCentredScore.push_back(maxCentredScore(Z, w, factor));
-      run.theory.dataBound.push_back(dataBound(X, plans, w));
     }
 
     MatD X1 = sw.attentionSkip ? MatD(X + attention) : attention;
@@ -166,12 +183,24 @@ SampleRun runSample(const Operator& op, const StackSpec& spec, uint64_t seed, Fe
 StackRun runSyntheticStack(const Operator& op, const StackSpec& spec, uint64_t seed, int seeds, Feedback& feedback) {
   validate(spec);
   if (seeds < 1) throw InvalidArgument("stack: seeds must be ≥ 1");
+  // Each network draws from its own seed and fills its own slot, so the networks run in parallel and the
+  // result does not depend on the thread count. The operators' own per-iteration progress is dropped: the
+  // count of finished networks is the progress.
+  Feedback quiet(feedback, {});
+  std::vector<SampleRun> samples(static_cast<size_t>(seeds));
+  std::atomic<int> finished{0};
+  feedback.setProgress(0, "networks 0/" + std::to_string(seeds));
+  parallelForEach(seeds, [&](Eigen::Index b) {
+    quiet.throwIfCanceled();
+    samples[size_t(b)] = runSample(op, spec, seed + uint64_t(b), quiet);
+    const int done = ++finished;
+    feedback.setProgress(double(done) / seeds, "networks " + std::to_string(done) + "/" + std::to_string(seeds));
+  });
+
   StackRun out;
   out.record = AttentionRecord::sized(spec.layers, seeds, spec.heads);
   for (int b = 0; b < seeds; ++b) {
-    feedback.throwIfCanceled();
-    feedback.setProgress(double(b) / seeds, "network " + std::to_string(b + 1) + "/" + std::to_string(seeds));
-    SampleRun sample = runSample(op, spec, seed + uint64_t(b), feedback);
+    SampleRun& sample = samples[size_t(b)];
     for (int l = 0; l < spec.layers; ++l)
       for (int h = 0; h < spec.heads; ++h) {
         NormalisedAttention& a = sample.attention[size_t(l)][size_t(h)];
@@ -181,7 +210,6 @@ StackRun runSyntheticStack(const Operator& op, const StackSpec& spec, uint64_t s
     out.record.outputs[size_t(b)] = std::move(sample.outputs);
     out.theory.push_back(std::move(sample.theory));
   }
-  feedback.setProgress(1.0, "networks done");
   return out;
 }
 

@@ -36,7 +36,8 @@ struct StackRun {
 // Seeds seed, seed+1, …, seed+seeds−1. Draw order per seed (fixed, so every configuration of one seed shares
 // its weights and input): X = 1μᵀ + G (μ ~ N(0, 4 I), G ~ N(0, 1)); then per layer, per head W_Q, W_K, W_V
 // (N(0, 1/width)), then W_O (N(0, 1/width)), then the FFN's W1 (N(0, 2/width), width × 4·width) and W2
-// (N(0, 1/(4·width))), drawn whether or not the configuration uses them.
+// (N(0, 1/(4·width))), taken from the stream whether or not the configuration uses them (skipped without the
+// Gaussian transform when unused).
 StackRun runSyntheticStack(const Operator& op, const StackSpec& spec, uint64_t seed, int seeds, Feedback& feedback);
 
 }  // namespace tl::rankdecay

@@ -36,18 +36,27 @@ std::vector<double> rigorous(const SampleTheoryInputs& in) {
   std::vector<double> out{clampedLog10(in.r0)};
   double r = in.r0;
   for (const LayerWeightNorms& layer : in.layers) {
-    double factor = 0;
-    for (size_t h = 0; h < layer.qk.size(); ++h) {
-      const double a = layer.qk[h] * r * r / std::sqrt(double(in.headDim));
-      factor += std::min(1.0, std::expm1(std::min(4 * a, 700.0))) * layer.h[h];
-    }
-    r *= factor;
+    std::vector<double> a;
+    for (double qk : layer.qk) a.push_back(qk * r * r / std::sqrt(double(in.headDim)));
+    r = rigorousStep(r, a, layer.h);
     out.push_back(clampedLog10(r));
   }
   return out;
 }
 
+std::vector<double> withR0(double r0, const std::vector<double>& perLayer) {
+  std::vector<double> out{clampedLog10(r0)};
+  for (double bound : perLayer) out.push_back(clampedLog10(bound));
+  return out;
+}
+
 }  // namespace
+
+double rigorousStep(double r, const std::vector<double>& a, const std::vector<double>& normH) {
+  double factor = 0;
+  for (size_t h = 0; h < a.size(); ++h) factor += std::min(1.0, std::expm1(std::min(4 * a[h], 700.0))) * normH[h];
+  return r * factor;
+}
 
 SampleBounds sampleBounds(const SampleTheoryInputs& in) {
   const double n = in.n, dqk = in.headDim;
@@ -65,8 +74,8 @@ SampleBounds sampleBounds(const SampleTheoryInputs& in) {
   out.printed = log10CubicRecursion(logcP, logr0);
   out.linearised = log10CubicRecursion(logcL, logr0);
   out.rigorous = rigorous(in);
-  out.data = {logr0};
-  for (double bound : in.dataBound) out.data.push_back(clampedLog10(bound));
+  out.data = withR0(in.r0, in.dataBound);
+  out.localRigorous = withR0(in.r0, in.localRigorousBound);
   out.printedSqrtCr0 = std::sqrt(maxBeta * heads / std::sqrt(n * n * n * dqk)) * in.r0;
   out.linearisedSqrtCr0 = std::sqrt(maxBeta * heads / (n * std::sqrt(dqk))) * in.r0;
   return out;

@@ -8,6 +8,8 @@
 //               scores go to 0; not a bound.
 //   rigorous    r_ℓ ≤ r_{ℓ−1} Σ_h min(1, e^{4a_h} − 1)‖W_h‖₂, a_h = ‖W_QK,h‖₂ r_{ℓ−1}²/√d_qk: a true bound for
 //               converged (exactly doubly stochastic) Sinkhorn attention, from the weights and r_0 only.
+//               Its local variant takes the measured r_{ℓ−1} and a_h = max_ij |A_h,ij| of the measured
+//               centred scores: a one-step bound per layer, drawn as markers.
 //   data        r_ℓ ≤ Σ_h (‖U P_h U‖₂ r_{ℓ−1} ‖W_h‖₂ + ‖U e_h‖₂ ‖W_hᵀ x̄_{ℓ−1}‖₂), e_h = P_h 1 − 1: exact one-step
 //               bound for any normaliser, from the measured X_{ℓ−1} and P_h.
 //
@@ -31,11 +33,17 @@ struct SampleTheoryInputs {
   std::vector<LayerWeightNorms> layers;   // ℓ = 1 … L
   std::vector<double> maxCentredScore;    // ℓ = 1 … L: max_h max_ij |A_h,ij|, A_h = R W_QK,h Rᵀ/√d_qk of X_{ℓ−1}
   std::vector<double> dataBound;          // ℓ = 1 … L: the data bound on r_ℓ
+  std::vector<double> localRigorousBound; // ℓ = 1 … L: the local rigorous bound on r_ℓ
 };
 
-// log10 of each curve at ℓ = 0 … L (ℓ = 0 is log10 r_0; `data` starts at ℓ = 1, its ℓ = 0 entry is r_0 too).
+// One rigorous step r_{ℓ−1} Σ_h min(1, e^{4a_h} − 1)‖W_h‖₂ (spec 3.4.3), the exponent clamped so that
+// nothing overflows; a_h per head, normH[h] = ‖W_h‖₂.
+double rigorousStep(double r, const std::vector<double>& a, const std::vector<double>& normH);
+
+// log10 of each curve at ℓ = 0 … L (ℓ = 0 is log10 r_0; `data` and `localRigorous` start at ℓ = 1, their
+// ℓ = 0 entry is r_0 too).
 struct SampleBounds {
-  std::vector<double> printed, linearised, rigorous, data;
+  std::vector<double> printed, linearised, rigorous, data, localRigorous;
   double printedSqrtCr0 = 0, linearisedSqrtCr0 = 0;  // √c·r_0 with c from the largest β over layers
 };
 

@@ -83,6 +83,25 @@ std::string relativeTo(const std::string& path, const std::string& baseDir) {
   return rel.string();
 }
 
+// A rank-decay model source names its checkpoint as the main source does: relative to the session's folder
+// in the file, resolved against it when read. `map` is resolvePath or relativeTo; other sources keep their text.
+std::string mapRankDecayCheckpoint(const std::string& text, std::string (*map)(const std::string&, const std::string&),
+                                   const std::string& baseDir) {
+  rankdecay::RankDecaySource source = rankdecay::parseRankDecaySource(text);
+  if (source.kind != rankdecay::SourceKind::Model || baseDir.empty()) return text;
+  const std::string checkpoint = getString(source.params, "checkpoint");
+  const std::string mapped = map(checkpoint, baseDir);
+  if (mapped == checkpoint) return text;
+  source.params["checkpoint"] = mapped;
+  return source.toString();
+}
+
+json rankDecayToJson(const rankdecay::RankDecaySettings& settings, const std::string& baseDir) {
+  json out = settings.toJson();
+  out["source"] = mapRankDecayCheckpoint(settings.source, relativeTo, baseDir);
+  return out;
+}
+
 json sourceToJson(const SourceSpec& s, const std::string& baseDir) {
   if (s.kind == SourceSpec::Kind::Synthetic)
     return {{"kind", "synthetic"}, {"generator", s.generator}, {"params", paramsToJson(s.params)}};
@@ -168,7 +187,7 @@ json toJsonWithBase(const Session& s, const std::string& baseDir) {
           {"views", s.views},
           {"swap", swapScopeName(s.swapScope)},
           {"view_state", s.viewState},
-          {"rank_decay", s.rankDecay.toJson()},
+          {"rank_decay", rankDecayToJson(s.rankDecay, baseDir)},
           {"export",
            {{"formats", s.exportSettings.formats},
             {"width", s.exportSettings.width},
@@ -207,7 +226,10 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
     s.views = j.value("views", s.views);
     s.swapScope = parseSwapScope(j.value("swap", std::string(swapScopeName(SwapScope::Layer))));
     s.viewState = j.value("view_state", json::object());
-    if (j.contains("rank_decay")) s.rankDecay = rankdecay::RankDecaySettings::fromJson(j["rank_decay"]);
+    if (j.contains("rank_decay")) {
+      s.rankDecay = rankdecay::RankDecaySettings::fromJson(j["rank_decay"]);
+      s.rankDecay.source = mapRankDecayCheckpoint(s.rankDecay.source, resolvePath, baseDir);
+    }
     const json ex = j.value("export", json::object());
     s.exportSettings.formats = ex.value("formats", s.exportSettings.formats);
     s.exportSettings.width = intField(ex, "width", s.exportSettings.width);

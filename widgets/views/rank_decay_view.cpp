@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -26,6 +27,12 @@ using rankdecay::BlockConfig;
 // Exact zeros and values below the double range's comfortable end cannot sit on a log axis.
 constexpr double kFloor = 1e-17;
 constexpr double kTheoryFloor = 1e-300;
+
+// Panels per row: three in a wide view (a bottom dock across the window, the exported figure), else two.
+constexpr int kThreeColumnWidth = 1000;
+// Height one row of panels needs to keep its axis labels legible, and what the heading and legend take.
+constexpr int kPanelHeight = 250;
+constexpr int kChromeHeight = 150;
 
 // One colour per operator (the categorical palette of matplotlib, which the papers' figures use).
 QColor operatorColor(size_t index) {
@@ -111,6 +118,21 @@ struct Range {
   bool empty() const { return low > high; }
 };
 
+// The rigorous bound's local variant (one step from each measured layer of one operator's stacks, spec 3.4.3)
+// as triangles at ℓ = 1 … L.
+void drawLocalMarkers(QCustomPlot* plot, QCPAxisRect* rect, const rankdecay::TheoryCurve& curve, const QString& label,
+                      const QColor& color) {
+  QCPGraph* g = addLine(plot, rect, label, QPen(color));
+  g->setLineStyle(QCPGraph::lsNone);
+  g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, color, 7));
+  QVector<double> x, y;
+  for (size_t l = 1; l < curve.localLog10.size(); ++l) {
+    x.push_back(double(l));
+    y.push_back(std::clamp(std::pow(10.0, curve.localLog10[l]), kTheoryFloor, 1.0 / kTheoryFloor));
+  }
+  g->setData(x, y, true);
+}
+
 void setLogRange(QCPAxis* axis, const Range& r) {
   if (r.empty()) return axis->setRange(1e-3, 1);
   axis->setRange(std::max(r.low, kFloor) / 3, std::max(r.high * 3, std::max(r.low, kFloor) * 10));
@@ -175,13 +197,12 @@ RankDecayView::RankDecayView(QWidget* parent) : View(parent) {
   note_->setWordWrap(true);
   layout->addWidget(note_);
 
-  // Four panels and their legend need about 700 pixels of height: in a shorter dock the figure scrolls
-  // instead of squeezing its axes into each other.
+  // In a shorter dock the figure scrolls (arrangePanels sets the height it needs).
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   plot_ = new QCustomPlot(scroll);
-  plot_->setMinimumSize(480, 700);
+  plot_->setMinimumWidth(480);
   scroll->setWidget(plot_);
   plot_->plotLayout()->clear();
   heading_ = new QCPTextElement(plot_, tr("Rank decay"), captionFont());
@@ -194,7 +215,9 @@ RankDecayView::RankDecayView(QWidget* parent) : View(parent) {
   theoryRect_ = addPanel(plot_, grid, 1, 0, tr("residual and theory (pure SAN, no LayerNorm)"), tr("layer ℓ"),
                          tr("‖res(X_ℓ)‖₂ (median)"));
   errorsRect_ = addPanel(plot_, grid, 1, 1, tr("attention marginal error"), tr("layer ℓ"),
-                         tr("max |sum − 1| (rows, columns)"));
+                         tr("max |sum − 1| (rows, cols)"));
+  entropyRect_ = addPanel(plot_, grid, 2, 0, tr("attention row entropy"), tr("layer ℓ"), tr("mean row entropy / log n"));
+  rankRect_ = addPanel(plot_, grid, 2, 1, tr("attention effective rank"), tr("layer ℓ"), tr("effective rank (mean)"));
   for (QCPAxisRect* rect : {pathsRect_, theoryRect_, errorsRect_}) makeLogAxis(rect->axis(QCPAxis::atLeft));
   plot_->legend = new QCPLegend;  // the plot's own legend went with the cleared layout
   plot_->legend->setVisible(true);
@@ -240,6 +263,7 @@ RankDecayView::RankDecayView(QWidget* parent) : View(parent) {
     if (source_->text().toStdString() != settings_.source) emitSettings();
   });
   for (QSpinBox* box : {seeds_, paths_}) connect(box, &QSpinBox::editingFinished, this, [this] { emitSettings(); });
+  arrangePanels(visiblePanels_);
   rebuild();
 }
 
@@ -265,6 +289,14 @@ const std::vector<rankdecay::RankDecayResult>* RankDecayView::curves() const {
 }
 
 bool RankDecayView::shown(BlockConfig config) const { return configBoxes_[size_t(config)]->isChecked(); }
+
+QCPAxisRect* RankDecayView::panel(const std::string& name) const {
+  const std::map<std::string, QCPAxisRect*> panels{{"paths", pathsRect_},     {"outputs", outputsRect_},
+                                                   {"theory", theoryRect_},   {"errors", errorsRect_},
+                                                   {"entropy", entropyRect_}, {"rank", rankRect_}};
+  const auto it = panels.find(name);
+  return it == panels.end() ? nullptr : it->second;
+}
 
 QCPGraph* RankDecayView::outputGraph(size_t op, BlockConfig config) const {
   const auto it = outputGraphs_.find({op, int(config)});
@@ -307,6 +339,7 @@ void RankDecayView::rebuild() {
     slot += int(r->operators.size());
     drawOutputs(*r);
     drawMarginalErrors(*r);
+    drawAttentionShape(*r);
   }
   for (const auto* r : drawn)
     if (r->request.config == BlockConfig::San) drawTheory(*r);
@@ -317,9 +350,9 @@ void RankDecayView::rebuild() {
       anyOutputs |= !c.outputs.empty();
       anyAttention |= !c.attention.empty();
     }
-  arrangePanels({anyPaths, anyOutputs, anyOutputs, anyAttention});
+  arrangePanels({anyPaths, anyOutputs, anyOutputs, anyAttention, anyAttention, anyAttention});
   // Ranges: every panel fits what it shows.
-  Range paths, rho, res, errors;
+  Range paths, rho, res, errors, ranks;
   int depth = 1, layers = 1;
   for (const auto* r : drawn)
     for (const auto& c : r->operators) {
@@ -336,6 +369,7 @@ void RankDecayView::rebuild() {
       }
       for (const auto& a : c.attention) {
         errors.add(std::max({a.rowErrorMax, a.colErrorMax, kFloor}));
+        ranks.add(a.effectiveRank);
         layers = std::max(layers, a.layer);
       }
     }
@@ -349,8 +383,10 @@ void RankDecayView::rebuild() {
     makeLinearAxis(rhoAxis);
     rhoAxis->setRange(0, rho.empty() ? 1.0 : std::min(1.05, std::max(0.05, rho.high * 1.1)));
   }
-  for (QCPAxisRect* rect : {outputsRect_, theoryRect_, errorsRect_})
+  for (QCPAxisRect* rect : {outputsRect_, theoryRect_, errorsRect_, entropyRect_, rankRect_})
     rect->axis(QCPAxis::atBottom)->setRange(-0.5, layers + 0.5);
+  entropyRect_->axis(QCPAxis::atLeft)->setRange(0, 1.05);  // a fraction of log n
+  rankRect_->axis(QCPAxis::atLeft)->setRange(0, ranks.empty() ? 1.0 : ranks.high * 1.1 + 0.5);
   // Theory curves join the range up to 1e4 × the measured maximum: a vacuous bound should not squash the data.
   const Range measured = res;
   if (showTheory_->isChecked() && !res.empty())
@@ -359,14 +395,26 @@ void RankDecayView::rebuild() {
         for (const auto& c : r->operators)
           for (const auto& t : c.theory)
             if (t.name != "printed" || showPrinted_->isChecked())
-              for (double v : t.log10)
-                res.add(std::clamp(std::pow(10.0, v), measured.low / 1e4, measured.high * 1e4));
+              for (const std::vector<double>* curve : {&t.log10, &t.localLog10})
+                for (double v : *curve)
+                  res.add(std::clamp(std::pow(10.0, v), measured.low / 1e4, measured.high * 1e4));
   setLogRange(theoryRect_->axis(QCPAxis::atLeft), res);
   setLogRange(errorsRect_->axis(QCPAxis::atLeft), errors);
 }
 
+int RankDecayView::panelColumns() const { return width() >= kThreeColumnWidth ? 3 : 2; }
+
+void RankDecayView::resizeEvent(QResizeEvent* event) {
+  View::resizeEvent(event);
+  if (panelColumns() == arrangedColumns_) return;
+  arrangePanels(visiblePanels_);
+  plot_->replot();
+}
+
 void RankDecayView::arrangePanels(const std::vector<bool>& visible) {
-  const std::vector<QCPAxisRect*> rects{pathsRect_, outputsRect_, theoryRect_, errorsRect_};
+  visiblePanels_ = visible;
+  arrangedColumns_ = panelColumns();
+  const std::vector<QCPAxisRect*> rects{pathsRect_, outputsRect_, theoryRect_, errorsRect_, entropyRect_, rankRect_};
   std::vector<QCPLayoutElement*> cells;
   for (QCPAxisRect* rect : rects) {
     QCPLayoutElement* cell = rect->layout();
@@ -380,9 +428,13 @@ void RankDecayView::arrangePanels(const std::vector<bool>& visible) {
     for (int k = 0; k < cell->elementCount(); ++k) cell->elementAt(k)->setVisible(visible[i]);
     cell->setVisible(visible[i]);
     if (!visible[i]) continue;
-    grid_->addElement(shown / 2, shown % 2, cell);
+    grid_->addElement(shown / arrangedColumns_, shown % arrangedColumns_, cell);
     ++shown;
   }
+  // Each row of panels needs about kPanelHeight pixels, the heading and the legend kChromeHeight: a shorter
+  // dock scrolls instead of squeezing the axes into each other.
+  const int rows = (shown + arrangedColumns_ - 1) / arrangedColumns_;
+  plot_->setMinimumHeight(std::max(1, rows) * kPanelHeight + kChromeHeight);
 }
 
 void RankDecayView::drawPaths(const rankdecay::RankDecayResult& result, int firstSlot, int slotCount) {
@@ -507,6 +559,32 @@ void RankDecayView::drawTheory(const rankdecay::RankDecayResult& result) {
         y.push_back(std::clamp(std::pow(10.0, curve->log10[l]), kTheoryFloor, 1.0 / kTheoryFloor));
       }
       g->setData(x, y, true);
+      if (!curve->localLog10.empty())
+        drawLocalMarkers(plot_, theoryRect_, *curve,
+                         tr("rigorous bound, local: one step from each measured layer of %1 (triangles)%2")
+                             .arg(opTitle(result.operators[i].op), curve->applies ? QString() : tr(" — n/a")),
+                         curve->applies ? operatorColor(i) : color);
+    }
+  }
+}
+
+void RankDecayView::drawAttentionShape(const rankdecay::RankDecayResult& result) {
+  for (size_t i = 0; i < result.operators.size(); ++i) {
+    const auto& c = result.operators[i];
+    if (c.attention.empty()) continue;
+    QVector<double> x, entropy, rank;
+    for (const auto& a : c.attention) {
+      x.push_back(a.layer);
+      entropy.push_back(a.entropy);
+      rank.push_back(a.effectiveRank);
+    }
+    const QPen pen(operatorColor(i), 1.2, configPen(result.request.config));
+    const QCPScatterStyle dots(QCPScatterStyle::ssCircle, operatorColor(i), Qt::white, 4);
+    for (auto [rect, values] : {std::pair{entropyRect_, &entropy}, std::pair{rankRect_, &rank}}) {
+      QCPGraph* g = addLine(plot_, rect, QString(), pen);
+      g->setScatterStyle(dots);
+      g->setData(x, *values, true);
+      g->removeFromLegend();
     }
   }
 }

@@ -1,9 +1,10 @@
 #pragma once
 // Rank decay (docs/gui.md#rank-decay): how fast attention paths and layer outputs lose rank for the
-// session's operators, on a synthetic stack, random matrices or a checkpoint. Four panels in one figure:
+// session's operators, on a synthetic stack, random matrices or a checkpoint. Six panels in one figure:
 // σ₂/σ₁ of path products per depth (box plots, log y), ρ_out per layer with a ±1 std band, the absolute
-// ‖res(X_ℓ)‖₂ with the theory curves (each labelled; greyed with the reason where its assumptions fail), and
-// the marginal-error strip per layer. One colour per operator; configurations toggled on and off here only
+// ‖res(X_ℓ)‖₂ with the theory curves (each labelled; greyed with the reason where its assumptions fail; the
+// rigorous bound's local variant as markers per layer), and three strips per layer about the attention
+// matrices themselves: marginal error, row entropy, effective rank. One colour per operator; configurations toggled on and off here only
 // change what is drawn (the Engine computes every configuration the session lists).
 #include <map>
 #include <memory>
@@ -50,6 +51,8 @@ class RankDecayView : public View {
   QCheckBox* configToggle(rankdecay::BlockConfig config) const { return configBoxes_[size_t(config)]; }
   // The ρ_out graph of operator `op` under `config` (nullptr when not drawn).
   QCPGraph* outputGraph(size_t op, rankdecay::BlockConfig config) const;
+  // The panels, for tests: "paths", "outputs", "theory", "errors", "entropy", "rank".
+  QCPAxisRect* panel(const std::string& name) const;
 
  signals:
   // The user changed the source, seeds or paths, or switched live computing on or off.
@@ -61,9 +64,13 @@ class RankDecayView : public View {
   void drawOutputs(const rankdecay::RankDecayResult& result);
   void drawTheory(const rankdecay::RankDecayResult& result);
   void drawMarginalErrors(const rankdecay::RankDecayResult& result);
+  void drawAttentionShape(const rankdecay::RankDecayResult& result);
   void emitSettings();
-  // Lays out the panels that have something to show (paths, outputs, theory, errors), two per row.
+  // Lays out the panels that have something to show (paths, outputs, theory, errors, entropy, effective
+  // rank), panelColumns() per row.
   void arrangePanels(const std::vector<bool>& visible);
+  int panelColumns() const;
+  void resizeEvent(QResizeEvent* event) override;
   bool shown(rankdecay::BlockConfig config) const;
 
   std::shared_ptr<const SessionResult> result_;
@@ -85,6 +92,9 @@ class RankDecayView : public View {
   std::map<std::pair<size_t, int>, QCPGraph*> outputGraphs_;  // (operator, config) → ρ_out graph
   QCPLayoutGrid* grid_ = nullptr;
   QCPAxisRect *pathsRect_ = nullptr, *outputsRect_ = nullptr, *theoryRect_ = nullptr, *errorsRect_ = nullptr;
+  QCPAxisRect *entropyRect_ = nullptr, *rankRect_ = nullptr;
+  std::vector<bool> visiblePanels_ = std::vector<bool>(6, true);
+  int arrangedColumns_ = 0;
 
   friend void writeRankDecayFigure(const rankdecay::RankDecayResult& result, const std::string& path);
 };

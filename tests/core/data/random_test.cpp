@@ -20,6 +20,19 @@ TEST(SeededRandom, SameSeedSameStream) {
   EXPECT_TRUE(anyDifferent);
 }
 
+// Skipping k normals leaves the stream where k calls of normal() leave it, with or without a spare pending.
+TEST(SeededRandom, SkipNormalsMatchesDrawingThem) {
+  for (int before = 0; before < 3; ++before)
+    for (uint64_t k = 0; k < 8; ++k) {
+      SeededRandom drawn(9), skipped(9);
+      for (int i = 0; i < before; ++i) ASSERT_EQ(drawn.normal(), skipped.normal());
+      for (uint64_t i = 0; i < k; ++i) drawn.normal();
+      skipped.skipNormals(k);
+      for (int i = 0; i < 3; ++i) ASSERT_EQ(drawn.normal(), skipped.normal()) << before << " " << k << " " << i;
+      ASSERT_EQ(drawn.uniform(), skipped.uniform());
+    }
+}
+
 TEST(SeededRandom, UniformInUnitInterval) {
   SeededRandom r(1);
   double sum = 0;

@@ -1,5 +1,5 @@
 // Registry operators as rank-decay normalisers of a given score matrix: oracles O-4, O-5, O-6, O-8, O-9,
-// O-10 (with the tolerances of the rank-decay errata), float64.
+// O-10, O-21 (with the tolerances of the rank-decay errata), float64.
 #include "rankdecay/normaliser.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 
 #include "data/random.h"
 #include "ops/registry.h"
+#include "rankdecay/layer_statistics.h"
 #include "rankdecay/residual.h"
 #include "rankdecay/rank_decay_test_util.h"
 
@@ -102,6 +103,27 @@ TEST(Normaliser, ConvergedEntriesStayWithinTheExponentialBand) {  // O-10
     EXPECT_GE(P.minCoeff(), std::exp(-4 * a) / n * (1 - 1e-12));
     EXPECT_LE(P.maxCoeff(), std::exp(4 * a) / n * (1 + 1e-12));
   }
+}
+
+// The per-layer attention strip: normalised row entropy (and effective rank) of J/n, a permutation and
+// converged Sinkhorn, through attentionStatistics as the view shows them.
+TEST(Normaliser, EntropyOfUniformPermutationAndConvergedSinkhorn) {  // O-21
+  SeededRandom rng(8);
+  const int n = 16;
+  const double logn = std::log(double(n));
+  const MatD A = projectZeroMarginals(gaussian(rng, n, n, 0.1));
+  MatD permutation = MatD::Zero(n, n);
+  for (int i = 0; i < n; ++i) permutation(i, (5 * i + 3) % n) = 1;
+  AttentionRecord record = AttentionRecord::sized(3, 1, 1);
+  record.attention = {MatD::Constant(n, n, 1.0 / n), permutation, plan(kConverged, A)};
+  const std::vector<AttentionLayerStats> stats = attentionStatistics(record, noFeedback());
+  EXPECT_NEAR(stats[0].entropy * logn, logn, 1e-14);
+  EXPECT_NEAR(stats[0].effectiveRank, 1.0, 1e-12);
+  EXPECT_EQ(stats[1].entropy, 0.0);
+  EXPECT_NEAR(stats[1].effectiveRank, double(n), 1e-12);
+  const double a = A.cwiseAbs().maxCoeff();
+  EXPECT_GE(stats[2].entropy * logn, logn - 4 * a);
+  EXPECT_LT(stats[2].entropy, 1.0);
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/QR>
+#include <Eigen/SVD>
 #include <cmath>
+#include <utility>
 
 #include "data/random.h"
 #include "rankdecay/rank_decay_test_util.h"
@@ -41,6 +44,63 @@ TEST(Residual, SigmaRatioOfRankOneAndDiagonal) {  // O-3
   D(0, 0) = 1;
   D(1, 1) = 1e-7;
   EXPECT_NEAR(sigmaRatio(D), 1e-7, 1e-7 * 1e-12);
+}
+
+// M = U diag(σ) Vᵀ with random orthogonal U, V: a matrix whose singular values are known.
+MatD withSingularValues(SeededRandom& rng, const VecD& sigma) {
+  const int n = int(sigma.size());
+  const MatD U = Eigen::HouseholderQR<MatD>(gaussian(rng, n, n)).householderQ();
+  const MatD V = Eigen::HouseholderQR<MatD>(gaussian(rng, n, n)).householderQ();
+  return U * sigma.asDiagonal() * V.transpose();
+}
+
+double svdRatio(const MatD& M) {
+  const VecD sigma = Eigen::BDCSVD<MatD>(M).singularValues();
+  return sigma(1) / sigma(0);
+}
+
+// sigmaRatio takes the Gram matrix's eigenvalues where σ₂/σ₁ ≥ 1e-2 and the SVD below: it must equal the SVD's
+// ratio to 1e-10 (relative) on the whole range, down to products collapsed to rounding (σ₂/σ₁ ~ 1e-16).
+TEST(Residual, FastSigmaRatioEqualsTheSvds) {
+  SeededRandom rng(7);
+  for (int n : {2, 8, 32, 50}) {
+    for (int k = 0; k <= 16; ++k) {  // prescribed σ₂/σ₁ = 10^{-k}, the rest below it
+      VecD sigma = VecD::Constant(n, 0.5 * std::pow(10.0, -k));
+      sigma(0) = 3;
+      sigma(1) = 3 * std::pow(10.0, -k);
+      const MatD M = withSingularValues(rng, sigma);
+      const double reference = svdRatio(M);
+      EXPECT_NEAR(sigmaRatio(M), reference, 1e-10 * reference) << "n = " << n << ", 10^-" << k;
+    }
+  }
+  // Products of doubly stochastic factors from random score matrices, as attention paths: ratios from about
+  // 0.3 at depth 1 to rounding level at depth 12.
+  const int n = 32;
+  MatD product = MatD::Identity(n, n);
+  for (int depth = 1; depth <= 12; ++depth) {
+    MatD P = (gaussian(rng, n, n)).array().exp();
+    for (int step = 0; step < 200; ++step) {  // Sinkhorn on the positive matrix
+      P = P.array().colwise() / P.rowwise().sum().array();
+      P = P.array().rowwise() / P.colwise().sum().array();
+    }
+    product = product * P;
+    const double reference = svdRatio(product);
+    EXPECT_NEAR(sigmaRatio(product), reference, 1e-10 * reference) << "depth " << depth;
+  }
+}
+
+TEST(Residual, SpectralNormsEqualTheSvds) {
+  SeededRandom rng(8);
+  for (auto [rows, cols] : {std::pair{32, 64}, std::pair{64, 64}, std::pair{64, 16}, std::pair{7, 3}}) {
+    const MatD M = gaussian(rng, rows, cols, 2.0);
+    const double reference = Eigen::BDCSVD<MatD>(M).singularValues()(0);
+    EXPECT_NEAR(spectralNorm(M), reference, 1e-13 * reference) << rows << "×" << cols;
+  }
+  // ‖A B‖₂ of a low-rank product (W_Q W_Kᵀ, W_V W_O) from the small QR factor.
+  const MatD A = gaussian(rng, 64, 16), B = gaussian(rng, 16, 64);
+  const double reference = Eigen::BDCSVD<MatD>(A * B).singularValues()(0);
+  EXPECT_NEAR(spectralNormOfProduct(A, B), reference, 1e-13 * reference);
+  EXPECT_NEAR(spectralNormOfProduct(B, A), spectralNorm(B * A), 1e-13 * reference);  // wide A: formed
 }
 
 TEST(Residual, OutputRatioIsBetweenZeroAndOne) {

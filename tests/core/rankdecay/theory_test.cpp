@@ -103,6 +103,12 @@ TEST(Theory, RigorousAndDataBoundsHoldOnConvergedSinkhornStacks) {  // O-12
         EXPECT_LE(measured, std::pow(10.0, bounds.data[size_t(l)]) * (1 + 1e-9)) << scale << " " << l;
         if (worstError > 1e-9) continue;  // the rigorous bound needs converged attention
         EXPECT_LE(measured, std::pow(10.0, bounds.rigorous[size_t(l)]) * (1 + 1e-9)) << scale << " " << l;
+        // The local variant (one step from the measured layer) holds too, and is at least as tight as the
+        // weights-only recursion at the first layer, where both start from the same r_0.
+        EXPECT_LE(measured, std::pow(10.0, bounds.localRigorous[size_t(l)]) * (1 + 1e-9)) << scale << " " << l;
+        if (l == 1) {
+          EXPECT_LE(bounds.localRigorous[1], bounds.rigorous[1] + 1e-12) << scale;
+        }
         ++checked;
       }
     }

@@ -99,6 +99,33 @@ TEST(Session, FilesSourcePathsResolveAgainstBaseDir) {
   EXPECT_EQ(Session::fromJson(s.toJson()).toJson(), s.toJson());
 }
 
+// The rank-decay model source names its checkpoint as the main source does: relative to the session's folder.
+TEST(Session, RankDecayCheckpointResolvesAgainstTheSessionFolder) {
+  namespace fs = std::filesystem;
+  auto checkpointOf = [](const Session& s) {
+    return getString(rankdecay::parseRankDecaySource(s.rankDecay.source).params, "checkpoint");
+  };
+  Session s = richSession();
+  s.rankDecay.source = "model:checkpoint=models/vit,images=fashion-mnist:test:0-9";
+  const Session r = Session::fromJson(s.toJson(), "/data/project");
+  EXPECT_EQ(fs::path(checkpointOf(r)), fs::path("/data/project/models/vit"));
+  EXPECT_EQ(getString(rankdecay::parseRankDecaySource(r.rankDecay.source).params, "images"), "fashion-mnist:test:0-9");
+  s.rankDecay.source = "model:checkpoint=/abs/vit";  // absolute: left alone
+  EXPECT_EQ(checkpointOf(Session::fromJson(s.toJson(), "/data/project")), "/abs/vit");
+  s.rankDecay.source = "stack:n=16,d=32,H=2,L=3";  // other sources keep their text
+  EXPECT_EQ(Session::fromJson(s.toJson(), "/data/project").rankDecay.source, s.rankDecay.source);
+
+  // Saved next to the checkpoint folder, the file holds the relative path and loads back to the same folder.
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "models" / "vit");
+  s.rankDecay.source = "model:checkpoint=" + dir.file("models/vit");
+  s.save(dir.file("s.json"));
+  const json onDisk = json::parse(test::readBytes(dir.file("s.json")));
+  EXPECT_EQ(getString(rankdecay::parseRankDecaySource(onDisk["rank_decay"]["source"]).params, "checkpoint"),
+            "models/vit");
+  EXPECT_TRUE(fs::equivalent(checkpointOf(Session::load(dir.file("s.json"))), dir.file("models/vit")));
+}
+
 // A session saved next to its inputs loads back pointing at the same files.
 TEST(Session, SaveLoadWithFilesSource) {
   test::TempDir dir;

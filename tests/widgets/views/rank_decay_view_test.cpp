@@ -88,6 +88,56 @@ TEST_F(RankDecayViewTest, TogglingTheConfigurationRedrawsTheCoreCurves) {
   EXPECT_EQ(boxes, 4);
 }
 
+// The values of every graph drawn in one panel, in drawing order.
+std::vector<std::vector<double>> panelGraphs(const RankDecayView& view, const std::string& panel) {
+  std::vector<std::vector<double>> graphs;
+  for (QCPGraph* graph : view.panel(panel)->graphs()) {
+    graphs.emplace_back();
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) graphs.back().push_back(it->value);
+  }
+  return graphs;
+}
+
+// Entropy and effective rank per layer are drawn from the core's numbers, one line per operator and drawn
+// configuration; the rigorous bound's local variant is drawn as markers (pure SAN, converged Sinkhorn).
+TEST_F(RankDecayViewTest, AttentionStripsAndLocalRigorousMarkersShowTheCoresNumbers) {
+  Session session = rankDecaySession();
+  session.operators[1] = OperatorRegistry::builtin().parse("sinkhorn:T=2000");  // converged: the bound applies
+  session.rankDecay.configs = {BlockConfig::San};
+  const auto result = std::make_shared<const SessionResult>(runSession(session));
+  RankDecayView view;
+  view.resize(1200, 900);
+  view.configToggle(BlockConfig::SanSkip)->setChecked(false);
+  view.setResult(result);
+  const rankdecay::RankDecayResult& san = (*result->rankDecay)[0];
+  const auto entropy = panelGraphs(view, "entropy"), rank = panelGraphs(view, "rank");
+  ASSERT_EQ(entropy.size(), 2u);
+  ASSERT_EQ(rank.size(), 2u);
+  for (size_t op = 0; op < 2; ++op) {
+    std::vector<double> coreEntropy, coreRank;
+    for (const auto& a : san.operators[op].attention) {
+      coreEntropy.push_back(a.entropy);
+      coreRank.push_back(a.effectiveRank);
+    }
+    EXPECT_EQ(entropy[op], coreEntropy) << op;
+    EXPECT_EQ(rank[op], coreRank) << op;
+  }
+  const rankdecay::TheoryCurve* rigorous = nullptr;
+  for (const auto& curve : san.operators[1].theory)
+    if (curve.name == "rigorous") rigorous = &curve;
+  ASSERT_TRUE(rigorous && rigorous->applies) << (rigorous ? rigorous->reason : "no rigorous curve");
+  ASSERT_EQ(rigorous->localLog10.size(), 5u);  // ℓ = 0 … 4
+  int markers = 0;
+  for (QCPGraph* graph : view.panel("theory")->graphs())
+    if (graph->name().contains("local")) {
+      ++markers;
+      EXPECT_EQ(graph->scatterStyle().shape(), QCPScatterStyle::ssTriangle);
+      ASSERT_EQ(graph->data()->size(), 4);  // ℓ = 1 … 4
+      EXPECT_DOUBLE_EQ(std::log10(graph->data()->at(0)->value), rigorous->localLog10[1]);
+    }
+  EXPECT_EQ(markers, 1);
+}
+
 TEST_F(RankDecayViewTest, ExportsEveryFormatAndRendersHeadless) {
   const auto result = std::make_shared<const SessionResult>(runSession(rankDecaySession()));
   const QString dir = QDir::tempPath() + "/tl_rank_decay_view_test";
