@@ -9,6 +9,7 @@
 #include <QScrollArea>
 #include <QShortcut>
 #include <QStatusBar>
+#include <QThreadPool>
 #include <algorithm>
 #include <cmath>
 
@@ -52,7 +53,7 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   connect(engine_, &EngineBridge::resultReady, this, &MainWindow::showResult);
   connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
   connect(engine_, &EngineBridge::progress, this, [this](quint64 id, double fraction, const QString& stage) {
-    if (id != latestRequest_ || id <= cancelledThrough_) return;
+    if (id != latestRequest_ || id <= cancelledThrough_ || compiling_) return;  // a compilation owns the bar
     busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
     // Work that reports progress (a checkpoint loading, model layers, training) gets a bar; quick
     // computations that report nothing finish before one would be worth showing.
@@ -65,6 +66,7 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   resize(1500, 950);  // after the docks: building them lays the window out on the way, at other sizes
 
   connect(sourcePanel_, &SourcePanel::sourceChanged, this, [this](const SourceSpec& source) {
+    stopUsingCompiledAsapOn(source);
     session_.source = source;
     includeModelViews(session_);
     submit();
@@ -96,7 +98,11 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   loadSession(session, path);
 }
 
-MainWindow::~MainWindow() = default;
+// A compilation still running stops first: its worker posts back to this window.
+MainWindow::~MainWindow() {
+  if (compiling_) compiling_->cancel();
+  if (compileWorker_) compileWorker_->waitForDone();
+}
 
 // The plan heatmap is the centre; panels on the left, convergence and 3-D on the right.
 void MainWindow::buildDocks() {
@@ -204,6 +210,7 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+  buildModelMenu();
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 }
@@ -283,6 +290,11 @@ void MainWindow::submit() {
 }
 
 void MainWindow::cancelComputation() {
+  if (compiling_) {
+    compiling_->cancel();
+    busy_->setText(tr("cancelling the ASAP compilation…"));
+    return;
+  }
   engine_->cancelAll();
   cancelledThrough_ = latestRequest_;
   cancel_->hide();
@@ -291,7 +303,7 @@ void MainWindow::cancelComputation() {
 }
 
 void MainWindow::showIdle(quint64 requestId) {
-  if (requestId < latestRequest_) return;  // a newer request still runs
+  if (requestId < latestRequest_ || compiling_) return;  // a newer request, or a compilation, still runs
   busy_->clear();
   cancel_->hide();
   progress_->hide();
