@@ -131,9 +131,13 @@ void MainWindow::stopUsingCompiledAsapOn(const SourceSpec& source) {
 }
 
 void MainWindow::useCompiledAsap(bool on) {
-  useCompiledAction_->setChecked(on);
+  // Checked exactly while the compiled model is swapped in (trainedOperators_ holds what it replaced).
+  const bool swappedIn = !trainedOperators_.empty();
+  const bool possible = on ? !swappedIn && !compiledOperator_.empty() && session_.source.kind == SourceSpec::Kind::Model
+                           : swappedIn;
+  useCompiledAction_->setChecked(possible ? on : swappedIn);
+  if (!possible) return;
   if (on) {
-    if (compiledOperator_.empty() || session_.source.kind != SourceSpec::Kind::Model) return;
     trainedOperators_ = session_.operators;
     trainedScope_ = session_.swapScope;
     session_.operators.front() = OperatorRegistry::builtin().parse(compiledOperator_);
@@ -148,7 +152,6 @@ void MainWindow::useCompiledAsap(bool on) {
       }
     }
   } else {
-    if (trainedOperators_.empty()) return;
     session_.operators = trainedOperators_;
     session_.swapScope = trainedScope_;
     trainedOperators_.clear();
