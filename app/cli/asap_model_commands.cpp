@@ -99,6 +99,7 @@ nlohmann::json metricsJson(const FrozenLayerMetrics& m) {
                       {"row_error_mean", m.rowMean}, {"row_error_max", m.rowMax}, {"col_error_mean", m.colMean},
                       {"col_error_max", m.colMax}};
   if (m.breakEven) j["break_even"] = *m.breakEven;
+  if (m.fitR2) j["fit_r2"] = *m.fitR2;
   return j;
 }
 
@@ -119,13 +120,14 @@ int evaluate(const CommandLine& cl) {
   std::cout << checkpoint << " (" << r.teacher << "), " << r.images << " images: the teacher model's accuracy "
             << fixed(100 * r.teacherModelAccuracy, 2) << "%\n";
   TextTable overall({{"operator", TextTable::Align::Left}, {"ms/layer-batch"}, {"speed-up"}, {"output RMSE"},
-                     {"attention err"}, {"row err"}, {"col err"}, {"accuracy %"}, {"agreement %"}});
+                     {"attention err"}, {"row err"}, {"col err"}, {"accuracy %"}, {"agreement %"}, {"fit R²"}});
   const double teacherMs = r.rows.back().overall.ms;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows) {
     overall.addRow({row.name, fixed(row.overall.ms / double(row.layers.size()), 3), fixed(teacherMs / row.overall.ms, 2),
                     sci(row.overall.outputRmse), sci(row.overall.attentionError), sci(row.overall.rowMean),
-                    sci(row.overall.colMean), fixed(100 * row.accuracy, 2), fixed(100 * row.agreement, 2)});
+                    sci(row.overall.colMean), fixed(100 * row.accuracy, 2), fixed(100 * row.agreement, 2),
+                    row.overall.fitR2 ? fixed(*row.overall.fitR2, 4) : ""});
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& m : row.layers) {
       layers.push_back(metricsJson(m));

@@ -94,10 +94,6 @@ CompiledAsapLayer fitOne(int layer, uint64_t seed, std::vector<FitInstance>& ins
 
 }  // namespace
 
-std::string compiledAsapOperator(const CompiledAsap& compiled, const std::string& dir) {
-  return "asap:compiled=" + dir + ",eps=" + formatValue(compiled.eps) + ",closing=" + compiled.closing;
-}
-
 CompiledAsap compileAsap(const VitRunner& runner, const std::string& checkpoint, const AsapCompileOptions& o,
                          Feedback& feedback) {
   const VitConfig& config = runner.config();

@@ -1,13 +1,17 @@
 // The frozen-layer replacement table (docs/operators/asap.md#frozen-layer-evaluation). No LibTorch here.
 #include "model/asap_evaluation.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <mutex>
 
 #include "analysis/plan_distance.h"
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "model/asap_compiler.h"
 #include "ops/registry.h"
 #include "vit/model_image.h"
@@ -36,6 +40,7 @@ struct ZeroBetaModel {
   }
 };
 
+// One head's contribution to its row and layer: sums (divided into means at the end) and maxima.
 void accumulate(FrozenLayerMetrics& m, const PlanResult<double>& r, const MatD& referencePlan, const MatD& referenceOut,
                 double seconds) {
   const MatD& A = r.plan.dense();
@@ -47,6 +52,113 @@ void accumulate(FrozenLayerMetrics& m, const PlanResult<double>& r, const MatD& 
   m.rowMax = std::max(m.rowMax, rows.maxCoeff());
   m.colMean += cols.mean();
   m.colMax = std::max(m.colMax, cols.maxCoeff());
+}
+
+void add(FrozenLayerMetrics& total, const FrozenLayerMetrics& image) {
+  for (auto [sum, part] : {std::pair{&total.ms, image.ms}, {&total.outputRmse, image.outputRmse},
+                           {&total.attentionError, image.attentionError}, {&total.rowMean, image.rowMean},
+                           {&total.colMean, image.colMean}})
+    *sum += part;
+  total.rowMax = std::max(total.rowMax, image.rowMax);
+  total.colMax = std::max(total.colMax, image.colMax);
+}
+
+// What one test image contributes: per row and compiled layer its heads' metrics, per row the prediction with
+// that row's operator in every compiled layer.
+struct ImageEvaluation {
+  std::vector<std::vector<FrozenLayerMetrics>> layers;  // [row][compiled layer]
+  std::vector<int> predicted;                           // [row]
+  int label = 0, teacherPredicted = 0;
+};
+
+// The rows' operators per compiled layer, and everything an image's evaluation reads (shared, read-only).
+struct EvaluationPlan {
+  const VitRunner& runner;
+  std::vector<int> layers;
+  size_t teacherRow = 0;
+  std::vector<std::map<int, OperatorSpec>> swaps;                   // [row]: layer → operator
+  std::vector<std::map<int, std::unique_ptr<Operator>>> operators;  // [row]: layer → operator
+};
+
+ImageEvaluation evaluateImage(const EvaluationPlan& plan, const FashionMnistSplit& split, int i, Feedback& modelRun) {
+  const size_t pixels = size_t(FashionMnistSplit::kRows) * FashionMnistSplit::kCols;
+  const size_t rows = plan.operators.size();
+  ImageEvaluation e;
+  e.label = split.labels[size_t(i)];
+  e.layers.assign(rows, std::vector<FrozenLayerMetrics>(plan.layers.size()));
+  const ModelImage image = modelImageFromGrey(split.images.data() + size_t(i) * pixels, plan.runner.config(), "", e.label);
+  // One teacher forward per image: every row's layer metrics take their inputs from it.
+  const VitTrace base = plan.runner.run(image.pixels, modelRun);
+  e.teacherPredicted = base.predicted();
+  for (size_t li = 0; li < plan.layers.size(); ++li) {
+    const int l = plan.layers[li];
+    for (const VitHeadTrace& head : base.layers[size_t(l)].heads) {
+      // Every row times the same call, side by side (wall time of the operator on one head).
+      auto timed = [&](size_t r, double& seconds) {
+        const auto start = std::chrono::steady_clock::now();
+        PlanResult<double> run = plan.operators[r].at(l)->run(head.input, modelRun);
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return run;
+      };
+      double teacherSeconds = 0;
+      const PlanResult<double> teacher = timed(plan.teacherRow, teacherSeconds);
+      for (size_t r = 0; r < rows; ++r) {
+        double seconds = teacherSeconds;
+        const PlanResult<double> run = r == plan.teacherRow ? teacher : timed(r, seconds);
+        accumulate(e.layers[r][li], run, teacher.plan.dense(), *teacher.output, seconds);
+      }
+    }
+  }
+  for (size_t r = 0; r < rows; ++r)
+    e.predicted.push_back(r == plan.teacherRow ? base.predicted()
+                                               : plan.runner.rerun(base, plan.layers.front(), plan.swaps[r], modelRun).predicted());
+  return e;
+}
+
+// Images split across the cores (parallelFor); each image's operators run on one thread. Returns the images'
+// evaluations in image order, so the table does not depend on the thread count (only the timings do).
+std::vector<ImageEvaluation> evaluateImages(const EvaluationPlan& plan, const FashionMnistSplit& split, int images,
+                                            Feedback& feedback) {
+  std::vector<ImageEvaluation> evaluations(static_cast<size_t>(images));
+  Feedback modelRun(feedback, {});
+  std::atomic<int> done{0};
+  std::mutex failureMutex;
+  std::exception_ptr failure;
+  // An exception cannot leave the parallel region: the first one stops every range and is rethrown after it.
+  parallelFor(images, 1e12, [&](Eigen::Index begin, Eigen::Index end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      try {
+        if (modelRun.isCanceled()) return;
+        evaluations[size_t(i)] = evaluateImage(plan, split, int(i), modelRun);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failureMutex);
+        if (!failure) failure = std::current_exception();
+        modelRun.cancel();
+        return;
+      }
+      const int finished = ++done;
+      feedback.setProgress(double(finished) / images, "image " + std::to_string(finished) + "/" + std::to_string(images));
+    }
+  });
+  if (failure) std::rethrow_exception(failure);
+  feedback.throwIfCanceled();
+  return evaluations;
+}
+
+// The row label of compiled model i: its fit kind ("ls"); with L when another model has the same fit kind
+// ("ls, L=16", a slice-count ablation); with its folder when that is not enough either.
+std::string modelLabel(const std::vector<CompiledAsap>& models, const std::vector<std::string>& dirs, size_t i) {
+  auto fitOf = [&](size_t k) { return models[k].layers.empty() ? std::string() : models[k].layers.front().fit; };
+  auto slicesOf = [&](size_t k) { return models[k].layers.empty() ? 0L : long(models[k].layers.front().slices.rows()); };
+  bool sameFit = false, sameFitAndL = false;
+  for (size_t k = 0; k < models.size(); ++k) {
+    if (k == i || fitOf(k) != fitOf(i)) continue;
+    sameFit = true;
+    sameFitAndL = sameFitAndL || slicesOf(k) == slicesOf(i);
+  }
+  if (!sameFit) return fitOf(i);
+  if (!sameFitAndL) return fitOf(i) + ", L=" + std::to_string(slicesOf(i));
+  return fitOf(i) + ", " + dirs[i];
 }
 
 }  // namespace
@@ -73,7 +185,7 @@ AsapEvaluation evaluateCompiledAsap(const VitRunner& runner, const AsapEvaluatio
   std::vector<std::unique_ptr<ZeroBetaModel>> baselines;
   for (size_t i = 0; i < models.size(); ++i) {
     const std::string asap = compiledAsapOperator(models[i], o.compiled[i]);
-    const std::string fit = models[i].layers.empty() ? "" : " (" + models[i].layers.front().fit + ")";
+    const std::string fit = " (" + modelLabel(models, o.compiled, i) + ")";
     specs.push_back({"ASAP-0" + fit, asap + ",variant=asap0", &models[i]});
     specs.push_back({"ASAP" + fit, asap, &models[i]});
   }
@@ -84,16 +196,16 @@ AsapEvaluation evaluateCompiledAsap(const VitRunner& runner, const AsapEvaluatio
   specs.push_back({"teacher", result.teacher});
 
   const auto& registry = OperatorRegistry::builtin();
-  // Per row and layer, the operator with the layer it replaces (asap:compiled reads that layer).
-  std::vector<std::map<int, OperatorSpec>> swaps(specs.size());
-  std::vector<std::map<int, std::unique_ptr<Operator>>> operators(specs.size());
+  EvaluationPlan plan{runner, result.layers, teacherRow, std::vector<std::map<int, OperatorSpec>>(specs.size()), {}};
+  plan.operators.resize(specs.size());
   for (size_t r = 0; r < specs.size(); ++r) {
     result.rows.push_back({specs[r].name, specs[r].op, {}, {}, 0, 0});
     for (int l : result.layers) {
+      // asap:compiled reads the layer it replaces.
       OperatorSpec spec = registry.parse(specs[r].op);
       if (spec.params.count("layer")) spec.params["layer"] = ParamValue((long long)l);
-      operators[r][l] = registry.create(spec);
-      swaps[r][l] = spec;
+      plan.operators[r][l] = registry.create(spec);
+      plan.swaps[r][l] = spec;
       result.rows[r].layers.push_back({});
       result.rows[r].layers.back().layer = l;
     }
@@ -101,43 +213,15 @@ AsapEvaluation evaluateCompiledAsap(const VitRunner& runner, const AsapEvaluatio
 
   const FashionMnistSplit split = loadFashionMnist(o.split);
   result.images = o.limit > 0 ? std::min(o.limit, split.count) : split.count;
-  const size_t pixels = size_t(FashionMnistSplit::kRows) * FashionMnistSplit::kCols;
-  Feedback modelRun(feedback, {});
   int teacherCorrect = 0;
   std::vector<int> correct(specs.size(), 0), agreeing(specs.size(), 0);
-  for (int i = 0; i < result.images; ++i) {
-    feedback.throwIfCanceled();
-    const int label = split.labels[size_t(i)];
-    const ModelImage image = modelImageFromGrey(split.images.data() + size_t(i) * pixels, config, "", label);
-    const VitTrace base = runner.run(image.pixels, modelRun);
-    teacherCorrect += base.predicted() == label;
-    for (size_t li = 0; li < result.layers.size(); ++li) {
-      const int l = result.layers[li];
-      for (const VitHeadTrace& head : base.layers[size_t(l)].heads) {
-        // Every row times the same call, side by side (wall time of the operator on one head).
-        auto timed = [&](size_t r, double& seconds) {
-          const auto start = std::chrono::steady_clock::now();
-          PlanResult<double> run = operators[r][l]->run(head.input, modelRun);
-          seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          return run;
-        };
-        double teacherSeconds = 0;
-        const PlanResult<double> teacher = timed(teacherRow, teacherSeconds);
-        for (size_t r = 0; r < specs.size(); ++r) {
-          double seconds = teacherSeconds;
-          const PlanResult<double> run = r == teacherRow ? teacher : timed(r, seconds);
-          accumulate(result.rows[r].layers[li], run, teacher.plan.dense(), *teacher.output, seconds);
-        }
-      }
-    }
+  for (const ImageEvaluation& e : evaluateImages(plan, split, result.images, feedback)) {
+    teacherCorrect += e.teacherPredicted == e.label;
     for (size_t r = 0; r < specs.size(); ++r) {
-      const int predicted =
-          r == teacherRow ? base.predicted() : runner.rerun(base, result.layers.front(), swaps[r], modelRun).predicted();
-      correct[r] += predicted == label;
-      agreeing[r] += predicted == base.predicted();
+      for (size_t li = 0; li < result.layers.size(); ++li) add(result.rows[r].layers[li], e.layers[r][li]);
+      correct[r] += e.predicted[r] == e.label;
+      agreeing[r] += e.predicted[r] == e.teacherPredicted;
     }
-    feedback.setProgress(double(i + 1) / result.images,
-                         "image " + std::to_string(i + 1) + "/" + std::to_string(result.images));
   }
 
   result.teacherModelAccuracy = double(teacherCorrect) / result.images;
@@ -159,15 +243,20 @@ AsapEvaluation evaluateCompiledAsap(const VitRunner& runner, const AsapEvaluatio
       row.overall.colMax = std::max(row.overall.colMax, m.colMax);
     }
   }
-  // Break-even of the fitted ASAP rows against the teacher, per layer (t_fit of that layer, latencies in s).
+  // Break-even of the fitted ASAP rows against the teacher, per layer (t_fit of that layer, latencies in s), and
+  // the fit's R².
   for (size_t r = 0; r < specs.size(); ++r) {
     if (!specs[r].compiled) continue;
+    double r2 = 0;
     for (size_t li = 0; li < result.layers.size(); ++li) {
+      result.rows[r].layers[li].fitR2 = specs[r].compiled->at(result.layers[li]).r2;
+      r2 += *result.rows[r].layers[li].fitR2 / double(result.layers.size());
       const double saved = (result.rows[teacherRow].layers[li].ms - result.rows[r].layers[li].ms) / 1e3;
       if (saved <= 0) continue;  // never
       const double fit = specs[r].compiled->at(result.layers[li]).fitSeconds;
       result.rows[r].layers[li].breakEven = (long long)std::ceil(fit / saved);
     }
+    result.rows[r].overall.fitR2 = r2;
   }
   return result;
 }

@@ -10,6 +10,9 @@
 // and overall, with the row's operator in every compiled layer at once: accuracy and agreement with the
 // teacher model's prediction. The teacher A^T is the checkpoint's Sinkhorn run by the core operator in
 // double on the same Q, K, V. Break-even per layer: ⌈t_fit/(t_teacher − t_ASAP)⌉ layer-batches, or never.
+// Each image needs one teacher forward (all rows' layer metrics read it) and one model re-run per row; images are
+// spread over the cores (OMP_NUM_THREADS), each on one thread, and summed in image order, so every number but the
+// timings is the same for any thread count.
 // Plain std/Eigen types (no LibTorch).
 #include <optional>
 #include <string>
@@ -34,10 +37,13 @@ struct FrozenLayerMetrics {
   double outputRmse = 0, attentionError = 0;
   double rowMean = 0, rowMax = 0, colMean = 0, colMax = 0;
   std::optional<long long> breakEven;  // ASAP rows: layer-batches until the fit pays off; none = never
+  std::optional<double> fitR2;         // fitted rows: the calibration R² of the layer (overall: mean over layers)
 };
 
 struct FrozenLayerRow {
-  std::string name;  // "sinkhorn T_b=1", "ASAP-0 (ls)", "ASAP (ls)", "beta=0 ASAP", "teacher", ...
+  // "sinkhorn T_b=1", "ASAP-0 (ls)", "ASAP (ls)", "beta=0 ASAP", "teacher", ...; compiled models that share a fit
+  // kind are told apart by L ("ASAP (ls, L=16)": a slice-count ablation), else by folder.
+  std::string name;
   std::string op;    // operator string
   std::vector<FrozenLayerMetrics> layers;
   FrozenLayerMetrics overall;  // means over the layers (ms: sum over layers)

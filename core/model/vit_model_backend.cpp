@@ -4,6 +4,7 @@
 #include <list>
 #include <mutex>
 
+#include "model/asap_compiler.h"
 #include "model/rank_decay_checkpoint.h"
 #include "model/torchscript.h"
 #include "model/vit_inference.h"
@@ -40,6 +41,12 @@ class VitModelBackend : public ModelBackend {
                  DeviceChoice device) override {
     std::lock_guard<std::mutex> lock(mutex_);
     return runnerFor(base.checkpoint, feedback).rerun(base.trace, fromLayer, swaps, feedback, device);
+  }
+
+  // A runner of its own: a calibration takes minutes and must not hold the lock the views' runs need.
+  CompiledAsap compileAsap(const std::string& checkpoint, const AsapCompileOptions& options,
+                           Feedback& feedback) override {
+    return tl::compileAsap(VitRunner::open(checkpoint, {}, feedback), checkpoint, options, feedback);
   }
 
  private:

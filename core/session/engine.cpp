@@ -83,6 +83,17 @@ void swapIntoModel(SessionResult& r, Feedback& feedback) {
   r.swapped = modelBackend().rerun(*r.model, r.swappedLayers.front(), swaps, feedback, r.session.device);
 }
 
+// An operator that reads one layer of a compiled model (asap:compiled=DIR) and leaves `layer` at −1 ("the layer
+// it is swapped into") runs on a model source's head as the layer that head comes from.
+OperatorSpec atSourceLayer(const OperatorSpec& spec, const SessionResult& r) {
+  if (!r.model) return spec;
+  OperatorSpec resolved = OperatorRegistry::builtin().resolve(spec.family, spec.params);
+  const auto it = resolved.params.find("layer");
+  if (it != resolved.params.end() && it->second == ParamValue(-1LL))
+    it->second = ParamValue((long long)r.session.source.model.layer);
+  return resolved;
+}
+
 // Files may change on disk between requests; their modification times are part of the cache key.
 std::string sourceKey(const SourceSpec& s) {
   std::string key = s.toString();
@@ -122,8 +133,9 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
     feedback.setProgress(double(i) / double(count), session.operators[i].family);
     OperatorRun run;
     run.spec = session.operators[i];
-    run.result = i == 0 ? runPrimary(run.spec, r.input, session, feedback, liveCache)
-                        : runOperator(run.spec, *r.input, session.precision, session.device, feedback);
+    const OperatorSpec spec = atSourceLayer(run.spec, r);
+    run.result = i == 0 ? runPrimary(spec, r.input, session, feedback, liveCache)
+                        : runOperator(spec, *r.input, session.precision, session.device, feedback);
     r.runs.push_back(std::move(run));
   }
   if (count > 1) analyseComparison(r, feedback);

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "common/feedback.h"
+#include "ops/asap/compile_options.h"
+#include "ops/asap/compiled_asap.h"
 #include "ops/registry.h"
 #include "vit/model_image.h"
 #include "vit/model_source.h"
@@ -32,6 +34,10 @@ class ModelBackend {
   // `device`: where the swapped operators run (session/backend_choice.h).
   virtual VitTrace rerun(const ModelRun& base, int fromLayer, const std::map<int, OperatorSpec>& swaps,
                          Feedback& feedback, DeviceChoice device) = 0;
+  // Compiles the checkpoint's Sinkhorn layers into ASAP and saves the result in options.out
+  // (model/asap_compiler.h): the GUI's "Compile this checkpoint…" runs it off its own thread.
+  virtual CompiledAsap compileAsap(const std::string& checkpoint, const AsapCompileOptions& options,
+                                   Feedback& feedback) = 0;
 };
 
 void installModelBackend(std::shared_ptr<ModelBackend> backend);

@@ -3,6 +3,8 @@
 // stand-in for Fashion-MNIST (docs/cli.md#asap-compile, #asap-eval).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -21,9 +23,10 @@ class TlensAsapModel : public ::testing::Test {
     test::writeTwoClassFashionMnist(data_);
   }
   CliRun tlens(const std::vector<std::string>& args) const { return runTlens(args, "TL_FASHION_MNIST_DIR=" + data_); }
-  nlohmann::json compile(const std::string& out, const std::vector<std::string>& extra = {}) const {
+  nlohmann::json compile(const std::string& out, const std::vector<std::string>& extra = {},
+                         const std::string& slices = "6") const {
     std::vector<std::string> args = {"asap-compile", kSinkhornVit, "--calib", "fashion-mnist:train:0-63",
-                                     "--slices", "6", "--out", out};
+                                     "--slices", slices, "--out", out};
     args.insert(args.end(), extra.begin(), extra.end());
     const CliRun run = tlens(args);
     EXPECT_EQ(run.status, 0) << run.err;
@@ -115,6 +118,46 @@ TEST_F(TlensAsapModel, AsapEvalTabulatesEveryRow) {
   }
   // T_b = 1 is a row softmax: exact rows.
   EXPECT_LT(report.at("rows")[0].at("overall").at("row_error_max").get<double>(), 1e-12);
+}
+
+// A slice-count ablation: compiled models with the same fit kind are told apart by L, and each fitted row carries
+// its calibration R² (the manifest's, per layer and their mean). The numbers do not depend on the thread count.
+TEST_F(TlensAsapModel, AsapEvalComparesSliceCountsWithTheirFitR2) {
+  const std::string small = scratchDir("asap_L3"), large = scratchDir("asap_L8");
+  const auto smallManifest = compile(small, {}, "3");
+  const auto largeManifest = compile(large, {}, "8");
+  auto table = [&](const std::string& threads) {
+    const std::string json = scratchDir("asap_eval_ablation") + "/table.json";
+    const CliRun run = runTlens({"asap-eval", kSinkhornVit, "--compiled", small, "--compiled", large, "--limit", "12",
+                                 "--json", json},
+                                "TL_FASHION_MNIST_DIR=" + data_ + " OMP_NUM_THREADS=" + threads);
+    EXPECT_EQ(run.status, 0) << run.err;
+    return nlohmann::json::parse(readText(json));
+  };
+  const auto report = table("2");
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : report.at("rows")) rows[row.at("name")] = row;
+  ASSERT_TRUE(rows.count("ASAP (ls, L=3)") && rows.count("ASAP (ls, L=8)")) << report.at("rows").dump();
+  for (const auto& [name, manifest] : {std::pair{"ASAP (ls, L=3)", smallManifest}, {"ASAP (ls, L=8)", largeManifest}}) {
+    const auto& row = rows.at(name);
+    double mean = 0;
+    for (size_t l = 0; l < 2; ++l) {
+      EXPECT_EQ(row.at("layers")[l].at("fit_r2"), manifest.at("layers")[l].at("r2")) << name;
+      mean += manifest.at("layers")[l].at("r2").get<double>() / 2;
+    }
+    EXPECT_NEAR(row.at("overall").at("fit_r2").get<double>(), mean, 1e-15) << name;
+  }
+  EXPECT_FALSE(rows.at("teacher").at("overall").contains("fit_r2"));
+  // One thread gives the same table but for the timings.
+  const auto serial = table("1");
+  for (size_t r = 0; r < report.at("rows").size(); ++r) {
+    const auto& a = report.at("rows")[r];
+    const auto& b = serial.at("rows")[r];
+    EXPECT_EQ(a.at("accuracy"), b.at("accuracy"));
+    EXPECT_EQ(a.at("agreement"), b.at("agreement"));
+    for (const char* key : {"output_rmse", "attention_error", "row_error_max", "col_error_mean"})
+      EXPECT_EQ(a.at("overall").at(key), b.at("overall").at(key)) << a.at("name") << " " << key;
+  }
 }
 
 TEST_F(TlensAsapModel, ANonSinkhornCheckpointHasNothingToCompile) {

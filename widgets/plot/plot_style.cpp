@@ -45,6 +45,16 @@ class IntegerTicker : public QCPAxisTicker {
 
 QSharedPointer<QCPAxisTicker> integerTicker() { return QSharedPointer<IntegerTicker>::create(); }
 
+void makeLogAxis(QCPAxis* axis) {
+  axis->setScaleType(QCPAxis::stLogarithmic);
+  auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+  ticker->setLogBase(10);
+  ticker->setSubTickCount(0);
+  axis->setTicker(ticker);
+  axis->setNumberFormat("eb");
+  axis->setNumberPrecision(0);
+}
+
 void styleAxis(QCPAxis* axis, const QString& label) {
   axis->setLabel(label);
   axis->setLabelFont(QFont("DejaVu Sans", 10));

@@ -18,6 +18,8 @@ void styleAxis(QCPAxis* axis, const QString& label);
 // Ticks on whole numbers only (indices, step counts), spaced 1, 2, 5, 10, ... as the range needs.
 QSharedPointer<QCPAxisTicker> integerTicker();
 QFont captionFont();
+// Base-10 logarithmic scale with ticks at the decades, labelled 1e-3, 1e-2, ... (errors, residuals).
+void makeLogAxis(QCPAxis* axis);
 // "Sinkhorn  T=10, eps=1, mask_mode=subsequence" for titles.
 QString operatorCaption(const OperatorSpec& spec);
 

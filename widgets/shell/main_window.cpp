@@ -11,6 +11,7 @@
 #include <QShortcut>
 #include <QStatusBar>
 #include <QTimer>
+#include <QThreadPool>
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -64,7 +65,7 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   connect(engine_, &EngineBridge::resultReady, this, &MainWindow::receiveResult);
   connect(engine_, &EngineBridge::failed, this, &MainWindow::showError);
   connect(engine_, &EngineBridge::progress, this, [this](quint64 id, double fraction, const QString& stage) {
-    if (id != latestRequest_ || id <= cancelledThrough_) return;
+    if (id != latestRequest_ || id <= cancelledThrough_ || compiling_) return;  // a compilation owns the bar
     busy_->setText(tr("computing %1… %2%").arg(stage).arg(int(fraction * 100)));
     // Work that reports progress (a checkpoint loading, model layers, training) gets a bar; quick
     // computations that report nothing finish before one would be worth showing.
@@ -77,6 +78,7 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   resize(1500, 950);  // after the docks: building them lays the window out on the way, at other sizes
 
   connect(sourcePanel_, &SourcePanel::sourceChanged, this, [this](const SourceSpec& source) {
+    stopUsingCompiledAsapOn(source);
     session_.source = source;
     includeModelViews(session_);
     submit();
@@ -108,7 +110,11 @@ MainWindow::MainWindow(const Session& session, const QString& path, QWidget* par
   loadSession(session, path);
 }
 
-MainWindow::~MainWindow() = default;
+// A compilation still running stops first: its worker posts back to this window.
+MainWindow::~MainWindow() {
+  if (compiling_) compiling_->cancel();
+  if (compileWorker_) compileWorker_->waitForDone();
+}
 
 // The plan heatmap is the centre; panels on the left, convergence and 3-D on the right.
 void MainWindow::buildDocks() {
@@ -221,6 +227,7 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+  buildModelMenu();
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* d : findChildren<QDockWidget*>()) viewMenu_->addAction(d->toggleViewAction());
 }
@@ -303,6 +310,11 @@ void MainWindow::sendRequest() {
 }
 
 void MainWindow::cancelComputation() {
+  if (compiling_) {
+    compiling_->cancel();
+    busy_->setText(tr("cancelling the ASAP compilation…"));
+    return;
+  }
   submitTimer_->stop();
   drawTimer_->stop();
   incoming_.reset();
@@ -314,7 +326,7 @@ void MainWindow::cancelComputation() {
 }
 
 void MainWindow::showIdle(quint64 requestId) {
-  if (requestId < latestRequest_) return;  // a newer request still runs
+  if (requestId < latestRequest_ || compiling_) return;  // a newer request, or a compilation, still runs
   busy_->clear();
   cancel_->hide();
   progress_->hide();

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "ops/asap/compile_options.h"
 #include "session/engine.h"
 
+class QAction;
 class QDockWidget;
 class QDragEnterEvent;
 class QDropEvent;
@@ -21,6 +23,7 @@ class QMessageBox;
 class QProgressBar;
 class QPushButton;
 class QTimer;
+class QThreadPool;
 
 namespace tl {
 
@@ -52,8 +55,18 @@ class MainWindow : public QMainWindow {
   // becomes the model source, anything else is refused with a message. Failures are reported; the window and
   // the result on screen stay.
   void openFile(const QString& path);
-  // Stops the computation in flight (the Cancel button, Esc); the last result stays on screen.
+  // Stops the computation in flight (the Cancel button, Esc); the last result stays on screen. While an ASAP
+  // compilation runs, it stops that instead (nothing of an unfinished layer is written).
   void cancelComputation();
+
+  // Model › Compile this checkpoint into ASAP… without its dialog: compiles the model source's checkpoint on a
+  // worker thread, with progress and Cancel in the status bar, and swaps the compiled layers in when it is done
+  // and `swapIn` holds (main_window_asap.cpp).
+  void compileAsap(const AsapCompileOptions& options, bool swapIn);
+  bool compilingAsap() const { return compiling_ != nullptr; }
+  // Model › Use the compiled ASAP layers: on, the primary operator becomes the compiled model (swapped into the
+  // compiled layers); off, the operators and swap scope from before come back.
+  void useCompiledAsap(bool on);
 
  signals:
   // Every view on screen has drawn this result (hidden views draw it when they are shown).
@@ -62,6 +75,8 @@ class MainWindow : public QMainWindow {
   void computationFailed(const QString& message);
   // The session changed: an edit, or another session loaded. The autosave listens.
   void sessionChanged();
+  // An ASAP compilation ended: written to `dir`, or failed or cancelled with `message`.
+  void asapCompileFinished(bool ok, const QString& dir, const QString& message);
 
  protected:
   // A checkpoint (folder or weights file) dropped on the window becomes the source; a PNG/JPEG its image.
@@ -82,6 +97,19 @@ class MainWindow : public QMainWindow {
   // The [CLS] maps over the bottom tabs and the prediction over the 3-D view while the source is a model.
   void raiseModelViews(bool model);
   void addCheckpointActions(QMenu* file);
+  void buildModelMenu();
+  void chooseAsapCompileSettings();
+  void showCompileProgress(double fraction, const QString& stage);
+  struct AsapCompileOutcome {
+    std::string checkpoint, dir;
+    bool ok = false;
+    QString message;          // the compiled operator string, or why it stopped
+    std::vector<int> layers;  // the compiled layers
+    bool swapIn = false;
+  };
+  void finishCompile(const AsapCompileOutcome& outcome);
+  // Another checkpoint (or no model) cannot run this compiled model: the trained operators come back.
+  void stopUsingCompiledAsapOn(const SourceSpec& source);
   void showError(quint64 requestId, const QString& message);
   void reportError(const QString& what, const QString& message);
 
@@ -118,6 +146,19 @@ class MainWindow : public QMainWindow {
   QLabel* busy_ = nullptr;
   QPushButton* cancel_ = nullptr;  // beside busy_ while a computation runs
   QProgressBar* progress_ = nullptr;  // beside busy_ while a computation reports progress
+
+  // ASAP compilation (main_window_asap.cpp): the running one's progress/cancel object, its worker, the last
+  // settings, and the compiled model the Model menu can swap in.
+  std::shared_ptr<Feedback> compiling_;
+  QThreadPool* compileWorker_ = nullptr;
+  AsapCompileOptions compileOptions_;
+  QAction* compileAction_ = nullptr;
+  QAction* useCompiledAction_ = nullptr;
+  std::string compiledFor_;  // the checkpoint it was compiled from
+  std::string compiledOperator_;
+  std::vector<int> compiledLayers_;
+  std::vector<OperatorSpec> trainedOperators_;  // what the swap-in replaced
+  SwapScope trainedScope_ = SwapScope::Layer;
 };
 
 }  // namespace tl

@@ -24,11 +24,14 @@ constexpr int kMaxSlices = 128;
 
 double lambdaOf(int halfDecades) { return std::pow(10.0, halfDecades / 2.0); }
 
+// Ten panels share the figure: their titles are a size smaller than the other views' captions.
+QFont panelTitleFont() { return QFont("DejaVu Sans", 8); }
+
 QCPAxisRect* addTitledRect(QCustomPlot* plot, QCPLayoutGrid* grid, int column, const QString& xLabel,
                            const QString& yLabel, QCPTextElement** title) {
   auto* cell = new QCPLayoutGrid;
   grid->addElement(0, column, cell);
-  *title = new QCPTextElement(plot, QString(), captionFont());
+  *title = new QCPTextElement(plot, QString(), panelTitleFont());
   auto* rect = new QCPAxisRect(plot);
   cell->addElement(0, 0, *title);
   cell->addElement(1, 0, rect);
@@ -66,10 +69,11 @@ void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottabl
 
 QVector<double> toQVector(const VecD& v) { return QVector<double>(v.data(), v.data() + v.size()); }
 
-// Comparison maps: 0 log ratio ASAP / teacher, 1 log ratio ASAP-0 / teacher, 2 and 3 the differences.
-MatD comparison(const AsapInspection& fit, int kind) {
-  const MatD& plan = kind % 2 == 0 ? fit.asapPlan : fit.asap0Plan;
-  if (kind >= 2) return plan - fit.teacherPlan;
+// Comparison maps: log ratios to the teacher of ASAP (0), ASAP-0 (1), Sinkhorn T_b (4); differences (2, 3, 5).
+// `shortIndex` picks T_b = 1 (0) or 3 (1).
+MatD comparison(const AsapInspection& fit, int kind, int shortIndex) {
+  const MatD& plan = kind >= 4 ? fit.shortPlans[shortIndex] : kind % 2 == 0 ? fit.asapPlan : fit.asap0Plan;
+  if (kind == 2 || kind == 3 || kind == 5) return plan - fit.teacherPlan;
   // Padded rows and columns are 0 in every plan: ratio 1 there.
   return (fit.teacherPlan.array() > 0).select((plan.array() / fit.teacherPlan.array()).log(), 0.0);
 }
@@ -108,6 +112,14 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   comparisonBox_->addItem(tr("log(ASAP-0 / teacher)"));
   comparisonBox_->addItem(tr("ASAP − teacher"));
   comparisonBox_->addItem(tr("ASAP-0 − teacher"));
+  comparisonBox_->addItem(tr("log(Sinkhorn T_b / teacher)"));
+  comparisonBox_->addItem(tr("Sinkhorn T_b − teacher"));
+  shortBudgetBox_ = new QComboBox(content);
+  shortBudgetBox_->setObjectName("asapShortBudget");
+  shortBudgetBox_->setToolTip(tr("Budget T_b of the short Sinkhorn baseline (frozen-layer table)"));
+  shortBudgetBox_->addItem(tr("T_b = 1"), 1);
+  shortBudgetBox_->addItem(tr("T_b = 3"), 3);
+  shortBudgetBox_->setCurrentIndex(1);
   bar->addWidget(slicesLabel_);
   bar->addWidget(slicesSlider_, 1);
   bar->addSpacing(8);
@@ -118,6 +130,8 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   bar->addSpacing(8);
   bar->addWidget(new QLabel(tr("slice θ_l"), content));
   bar->addWidget(sliceBox_);
+  bar->addSpacing(8);
+  bar->addWidget(shortBudgetBox_);
   bar->addSpacing(8);
   bar->addWidget(comparisonBox_);
   layout->addLayout(bar);
@@ -159,21 +173,37 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
 
   potentialRect_ = addTitledRect(plot_, top, 2, tr("z (projection onto θ_l)"), tr("potential"), &potentialTitle_);
   potentialCurve_ = addLine(potentialRect_, rowColor(), Qt::DotLine);
-  potentialCurve_->setName(tr("f^θ(z), extended"));
+  potentialCurve_->setName(tr("f^θ extended"));
   interpolant_ = addLine(potentialRect_, QColor(44, 160, 44), Qt::SolidLine, 1.6);
-  interpolant_->setName(tr("φ = ½z² − f^θ (piecewise linear)"));
+  interpolant_->setName(tr("φ = ½z² − f^θ"));
   potentialPoints_ = addPoints(potentialRect_, rowColor(), 5);
   potentialPoints_->setName(tr("f^θ(x_i)"));
   addLegendBelow(potentialRect_, {potentialPoints_, potentialCurve_, interpolant_});
 
   phiMap_ = addMatrixMap(plot_, top, 0, 3, tr("token i"), tr("slice l"), divergingGradient());
-  top->setColumnStretchFactors({1.1, 1.1, 1.1, 1});
+
+  trajectoryRect_ = addTitledRect(plot_, top, 4, tr("step t (single normalisations)"), tr("max |sum − 1|"),
+                                  &trajectoryTitle_);
+  makeLogAxis(trajectoryRect_->axis(QCPAxis::atLeft));
+  trajectoryRect_->axis(QCPAxis::atBottom)->setTicker(integerTicker());
+  coldStart_ = addLine(trajectoryRect_, QColor(90, 90, 90));
+  coldStart_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
+  coldStart_->setName(tr("cold (u = v = 0)"));
+  warmStart_ = addLine(trajectoryRect_, QColor(44, 160, 44), Qt::SolidLine, 1.6);
+  warmStart_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+  warmStart_->setName(tr("warm (u = Φβ − a)"));
+  addLegendBelow(trajectoryRect_, {coldStart_, warmStart_});
+  top->setColumnStretchFactors({1.1, 1, 1.1, 0.9, 1});
   top->setColumnSpacing(14);
 
   teacherMap_ = addMatrixMap(plot_, bottom, 0, 0, tr("query i"), tr("key j"), viridisGradient());
-  asapMap_ = addMatrixMap(plot_, bottom, 0, 1, tr("query i"), tr("key j"), viridisGradient());
-  asap0Map_ = addMatrixMap(plot_, bottom, 0, 2, tr("query i"), tr("key j"), viridisGradient());
-  comparisonMap_ = addMatrixMap(plot_, bottom, 0, 3, tr("query i"), tr("key j"), divergingGradient());
+  shortMap_ = addMatrixMap(plot_, bottom, 0, 1, tr("query i"), tr("key j"), viridisGradient());
+  asapMap_ = addMatrixMap(plot_, bottom, 0, 2, tr("query i"), tr("key j"), viridisGradient());
+  asap0Map_ = addMatrixMap(plot_, bottom, 0, 3, tr("query i"), tr("key j"), viridisGradient());
+  comparisonMap_ = addMatrixMap(plot_, bottom, 0, 4, tr("query i"), tr("key j"), divergingGradient());
+  bottom->setColumnStretchFactors({1, 1, 1, 1, 1});
+  for (MatrixMap* map : {&phiMap_, &teacherMap_, &shortMap_, &asapMap_, &asap0Map_, &comparisonMap_})
+    map->title->setFont(panelTitleFont());
   bottom->setColumnSpacing(14);
   layout->addWidget(plot_, 1);
   setContent(content);
@@ -190,10 +220,11 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
     drawSlice();
     plot_->replot();
   });
-  connect(comparisonBox_, &QComboBox::currentIndexChanged, this, [this] {
-    drawPlans();
-    plot_->replot();
-  });
+  for (QComboBox* box : {comparisonBox_, shortBudgetBox_})
+    connect(box, &QComboBox::currentIndexChanged, this, [this] {
+      drawPlans();
+      plot_->replot();
+    });
 }
 
 AsapView::~AsapView() {
@@ -299,6 +330,7 @@ void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t reque
   drawScatter();
   drawSlice();
   drawPlans();
+  drawTrajectories();
   plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(requestId);
 }
@@ -316,8 +348,6 @@ void AsapView::drawScatter() {
   scatterRect_->axis(QCPAxis::atBottom)->setRange(lo - pad, hi + pad);
   scatterRect_->axis(QCPAxis::atLeft)->setRange(lo - pad, hi + pad);
   scatterTitle_->setText(tr("dual fit: R² = %1, δ = %2").arg(scatterR2(), 0, 'f', 4).arg(d, 0, 'g', 3));
-  bandLow_->setName(tr("f̄ ± δ: plan ratios in [%1, %2]")
-                        .arg(1.0 / fit.planRatioBound(), 0, 'g', 3).arg(fit.planRatioBound(), 0, 'g', 3));
 }
 
 void AsapView::drawSlice() {
@@ -340,7 +370,7 @@ void AsapView::drawSlice() {
   }
   const double lo = s.grid(0), hi = s.grid(s.grid.size() - 1);
   matchingRect_->axis(QCPAxis::atBottom)->setRange(lo, hi);
-  matchingTitle_->setText(tr("slice θ_%1: sorted matching").arg(l));
+  matchingTitle_->setText(tr("θ_%1: sorted matching").arg(l));
   potentialTitle_->setText(tr("1-D potential along θ_%1").arg(l));
   potentialPoints_->setData(toQVector(s.x), toQVector(s.potential));
   potentialCurve_->setData(toQVector(s.grid), toQVector(s.potentialCurve), true);
@@ -351,31 +381,78 @@ void AsapView::drawSlice() {
   potentialRect_->axis(QCPAxis::atLeft)->setRange(vlo - 0.05 * (vhi - vlo + 1e-9), vhi + 0.05 * (vhi - vlo + 1e-9));
 }
 
+int AsapView::shortBudget() const { return shortBudgetBox_->currentData().toInt(); }
+
 void AsapView::drawPlans() {
   if (!inspection_) return;
   const AsapInspection& fit = *inspection_;
-  const double hi = std::max({fit.teacherPlan.maxCoeff(), fit.asapPlan.maxCoeff(), fit.asap0Plan.maxCoeff()});
+  const int shortIndex = shortBudget() == 1 ? 0 : 1;
+  const double hi = std::max({fit.teacherPlan.maxCoeff(), fit.asapPlan.maxCoeff(), fit.asap0Plan.maxCoeff(),
+                              fit.shortPlans[shortIndex].maxCoeff()});
   fillMatrixMap(teacherMap_, fit.teacherPlan, 0, hi);
+  fillMatrixMap(shortMap_, fit.shortPlans[shortIndex], 0, hi);
   fillMatrixMap(asapMap_, fit.asapPlan, 0, hi);
   fillMatrixMap(asap0Map_, fit.asap0Plan, 0, hi);
+  // Short titles: five maps share the row. "rel. err" is ‖A − A^T‖_F/‖A^T‖_F, "row / col" the largest errors.
   const auto errors = [](const MarginalErrors& e) {
-    return tr("max row / col error %1 / %2").arg(e.rowMax, 0, 'g', 2).arg(e.colMax, 0, 'g', 2);
+    return tr("max row / col err %1 / %2").arg(e.rowMax, 0, 'g', 2).arg(e.colMax, 0, 'g', 2);
   };
   teacherMap_.title->setText(
       tr("teacher: Sinkhorn T = %1\n%2").arg(fit.settings.teacher.T).arg(errors(fit.teacherErrors)));
-  asapMap_.title->setText(tr("ASAP (two-sided, %1 closing): rel. error %2\n%3")
-                              .arg(closingName(fit.closing)).arg(fit.asapRelativeError, 0, 'g', 3)
+  asapMap_.title->setText(tr("ASAP (%1 closing): rel. err %2\n%3")
+                              .arg(closingName(fit.closing)).arg(fit.asapRelativeError, 0, 'g', 2)
                               .arg(errors(fit.asapErrors)));
-  asap0Map_.title->setText(tr("ASAP-0: rel. error %1\n%2").arg(fit.asap0RelativeError, 0, 'g', 3)
+  asap0Map_.title->setText(tr("ASAP-0: rel. err %1\n%2").arg(fit.asap0RelativeError, 0, 'g', 2)
                                .arg(errors(fit.asap0Errors)));
+  shortMap_.title->setText(tr("Sinkhorn T_b = %1: rel. err %2\n%3")
+                               .arg(shortBudget()).arg(fit.shortRelativeErrors[shortIndex], 0, 'g', 2)
+                               .arg(errors(fit.shortErrors[shortIndex])));
   const int kind = comparisonBox_->currentIndex();
-  const MatD c = comparison(fit, kind);
+  const MatD c = comparison(fit, kind, shortIndex);
   const double m = std::max(c.cwiseAbs().maxCoeff(), 1e-12);
   fillMatrixMap(comparisonMap_, c, -m, m);
   comparisonMap_.title->setText(comparisonBox_->currentText());
   const double phiMax = std::max(fit.phi.cwiseAbs().maxCoeff(), 1e-12);
   fillMatrixMap(phiMap_, fit.phi, -phiMax, phiMax);
-  phiMap_.title->setText(tr("features Φ (%1 × %2)").arg(fit.phi.rows()).arg(fit.phi.cols()));
+  phiMap_.title->setText(tr("Φ (%1 × %2)").arg(fit.phi.rows()).arg(fit.phi.cols()));
+}
+
+void AsapView::drawTrajectories() {
+  const AsapInspection& fit = *inspection_;
+  auto draw = [](QCPGraph* graph, const std::vector<double>& errors) {
+    QVector<double> steps, values;
+    // A log axis cannot show 0: an exact step (error at rounding) is drawn at 1e-16.
+    for (size_t t = 0; t < errors.size(); ++t) {
+      steps << double(t + 1);
+      values << std::max(errors[t], 1e-16);
+    }
+    graph->setData(steps, values, true);
+  };
+  draw(coldStart_, fit.coldStartErrors);
+  draw(warmStart_, fit.warmStartErrors);
+  if (fit.coldStartErrors.empty()) {
+    trajectoryTitle_->setText(tr("warm start: not drawn under keep-queries padding"));
+    return;
+  }
+  const int T = fit.settings.teacher.T;
+  const size_t atT = std::min(size_t(T), fit.coldStartErrors.size()) - 1;
+  trajectoryTitle_->setText(tr("Sinkhorn warm-started by ASAP\nat t = T = %1: %2 warm, %3 cold")
+                                .arg(T).arg(fit.warmStartErrors[atT], 0, 'g', 2).arg(fit.coldStartErrors[atT], 0, 'g', 2));
+  trajectoryRect_->axis(QCPAxis::atBottom)->setRange(0.5, double(fit.coldStartErrors.size()) + 0.5);
+  double lo = 1.0, hi = 1e-16;
+  for (const auto* errors : {&fit.coldStartErrors, &fit.warmStartErrors})
+    for (double e : *errors) {
+      lo = std::min(lo, std::max(e, 1e-16));
+      hi = std::max(hi, e);
+    }
+  trajectoryRect_->axis(QCPAxis::atLeft)->setRange(lo / 3, hi * 3);
+}
+
+std::vector<std::pair<double, double>> AsapView::trajectory(bool warm) const {
+  std::vector<std::pair<double, double>> points;
+  const QCPGraph* graph = warm ? warmStart_ : coldStart_;
+  for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) points.emplace_back(it->key, it->value);
+  return points;
 }
 
 double AsapView::scatterR2() const {
@@ -410,11 +487,13 @@ nlohmann::json AsapView::saveState() const {
           {"lambda_b_half_decades", lambdaSlider_->value()},
           {"fit", fitBox_->currentData().toString().toStdString()},
           {"slice", sliceBox_->value()},
-          {"comparison", comparisonBox_->currentIndex()}};
+          {"comparison", comparisonBox_->currentIndex()},
+          {"short_budget", shortBudget()}};
 }
 
 void AsapView::restoreState(const nlohmann::json& state) {
-  const QSignalBlocker a(slicesSlider_), b(lambdaSlider_), c(fitBox_), d(sliceBox_), e(comparisonBox_);
+  const QSignalBlocker a(slicesSlider_), b(lambdaSlider_), c(fitBox_), d(sliceBox_), e(comparisonBox_),
+      f(shortBudgetBox_);
   slicesSlider_->setValue(stateValue(state, "slices", slicesSlider_->value()));
   lambdaSlider_->setValue(stateValue(state, "lambda_b_half_decades", lambdaSlider_->value()));
   const int fit = fitBox_->findData(QString::fromStdString(stateValue(state, "fit", std::string("ls"))));
@@ -422,6 +501,8 @@ void AsapView::restoreState(const nlohmann::json& state) {
   sliceBox_->setRange(0, kMaxSlices - 1);
   sliceBox_->setValue(stateValue(state, "slice", 0));
   comparisonBox_->setCurrentIndex(std::clamp(stateValue(state, "comparison", 0), 0, comparisonBox_->count() - 1));
+  const int shortBudget = shortBudgetBox_->findData(stateValue(state, "short_budget", 3));
+  if (shortBudget >= 0) shortBudgetBox_->setCurrentIndex(shortBudget);
   updateSliderLabels();
   if (result_) refit();
 }

@@ -43,6 +43,10 @@ class AsapView : public FamilyView {
   int scatterPoints() const;
   const MatrixMap& featureMap() const { return phiMap_; }
   const MatrixMap& comparisonMap() const { return comparisonMap_; }
+  const MatrixMap& shortBudgetMap() const { return shortMap_; }
+  int shortBudget() const;  // T_b of the baseline shown: 1 or 3
+  // The trajectory panel's points (step t, error), cold or warm start.
+  std::vector<std::pair<double, double>> trajectory(bool warm) const;
 
  private:
   AsapInspectionSettings wantedSettings(const SinkhornParams& teacher) const;
@@ -51,6 +55,7 @@ class AsapView : public FamilyView {
   void drawScatter();
   void drawSlice();
   void drawPlans();
+  void drawTrajectories();
   void updateSliderLabels();
 
   QSlider* slicesSlider_ = nullptr;
@@ -60,6 +65,7 @@ class AsapView : public FamilyView {
   QComboBox* fitBox_ = nullptr;
   QSpinBox* sliceBox_ = nullptr;
   QComboBox* comparisonBox_ = nullptr;
+  QComboBox* shortBudgetBox_ = nullptr;
   QLabel* readout_ = nullptr;
 
   QCPAxisRect* scatterRect_ = nullptr;
@@ -77,7 +83,11 @@ class AsapView : public FamilyView {
   QCPGraph* potentialPoints_ = nullptr;
   QCPGraph* potentialCurve_ = nullptr;
   QCPGraph* interpolant_ = nullptr;
-  MatrixMap phiMap_, teacherMap_, asapMap_, asap0Map_, comparisonMap_;
+  QCPAxisRect* trajectoryRect_ = nullptr;
+  QCPTextElement* trajectoryTitle_ = nullptr;
+  QCPGraph* coldStart_ = nullptr;
+  QCPGraph* warmStart_ = nullptr;
+  MatrixMap phiMap_, teacherMap_, shortMap_, asapMap_, asap0Map_, comparisonMap_;
 
   QThreadPool worker_;  // one fit at a time; a newer request drops the queued one
   uint64_t generation_ = 0;

@@ -68,16 +68,6 @@ QString opTitle(const OperatorSpec& op) {
   return title;
 }
 
-void makeLogAxis(QCPAxis* axis) {
-  axis->setScaleType(QCPAxis::stLogarithmic);
-  auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
-  ticker->setLogBase(10);
-  ticker->setSubTickCount(0);
-  axis->setTicker(ticker);
-  axis->setNumberFormat("eb");
-  axis->setNumberPrecision(0);
-}
-
 void makeLinearAxis(QCPAxis* axis) {
   axis->setScaleType(QCPAxis::stLinear);
   axis->setTicker(QSharedPointer<QCPAxisTicker>::create());

@@ -111,9 +111,13 @@ struct KlFit {
 // The stopping rule ‖∇J‖ < 1e-8 leaves β within ‖∇J‖/λ_min(∇²J) of the optimum; a smaller tolerance (the
 // cross-check with the PyTorch reference uses 1e-13) costs one or two more Newton steps.
 constexpr double kKlGradientTolerance = 1e-8;
+// Newton steps before L-BFGS takes over (it also takes over when a step cannot decrease J). Tests set 0 to run
+// the fallback from the start.
+constexpr int kKlMaxNewtonSteps = 100;
 
 KlFit fitKl(const std::vector<FitExample>& examples, const VecD& start, double lambdaB,
-            Feedback& feedback = noFeedback(), double gradientTolerance = kKlGradientTolerance);
+            Feedback& feedback = noFeedback(), double gradientTolerance = kKlGradientTolerance,
+            int maxNewtonSteps = kKlMaxNewtonSteps);
 
 // ---- quality -----------------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 #include "analysis/plan_distance.h"
 #include "common/errors.h"
 #include "ops/asap/sliced_potentials.h"
+#include "ops/score_geometry.h"
 #include "ops/slicers.h"
 #include "ops/subsequence.h"
 
@@ -43,6 +44,45 @@ PlanResult<double> asapPlan(const AttentionInput<double>& input, const AsapInspe
   p.slices = r.slices;
   p.beta = r.beta;
   return asapAttention(input, p);
+}
+
+// Largest row or column error of the attention-scale plan n·exp(X + ut ⊕ vt) against targets 1.
+double largestMarginalError(const DenseScores<double>& X, const VecD& ut, const VecD& vt) {
+  const MatD A = X.plan(ut, vt, double(X.rows()));
+  const double rows = (A.rowwise().sum().array() - 1).abs().maxCoeff();
+  const double cols = (A.colwise().sum().transpose().array() - 1).abs().maxCoeff();
+  return std::max(rows, cols);
+}
+
+// Alternating closures on the square problem X with uniform marginals, from (ut, vt), the first one on rows or
+// on columns; the error after each.
+std::vector<double> trajectory(const DenseScores<double>& X, VecD ut, VecD vt, bool rowsFirst, int steps) {
+  const double logMarginal = -std::log(double(X.rows()));
+  std::vector<double> errors;
+  for (int t = 0; t < steps; ++t) {
+    if ((t % 2 == 0) == rowsFirst)
+      ut = (logMarginal - X.rowLogSumExp(vt).array()).matrix();
+    else
+      vt = (logMarginal - X.colLogSumExp(ut).array()).matrix();
+    errors.push_back(largestMarginalError(X, ut, vt));
+  }
+  return errors;
+}
+
+// Cold and warm trajectories (asap_inspection.h) on the tokens in use, with u0 = Φβ − a from the same fit
+// features (ops/asap/asap_fit.h) on that sub-problem.
+void addTrajectories(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
+  if (input.mask && r.settings.teacher.maskMode == MaskMode::KeepQueries) return;
+  const std::vector<Eigen::Index> tokens = tokensInUse(input);
+  const MatD Q = takeRows(input.Q, tokens), K = takeRows(input.K, tokens);
+  const double eps = r.settings.teacher.eps;
+  const FitExample example =
+      prepareFitExample({Q, K, takeRows(MatD(dual), tokens), std::nullopt}, r.slices, {eps, MaskMode::Subsequence});
+  const DenseScores<double> X(Q, K, eps);
+  const VecD zero = VecD::Zero(Q.rows());
+  const int steps = AsapInspection::kTrajectorySteps;
+  r.coldStartErrors = trajectory(X, zero, zero, true, steps);
+  r.warmStartErrors = trajectory(X, predictedSourceDual(example, r.beta) / eps, zero, false, steps);
 }
 
 }  // namespace
@@ -90,6 +130,15 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   r.asap0Errors = asap0.errors;
   r.asapRelativeError = relativeFrobenius(r.asapPlan, r.teacherPlan);
   r.asap0RelativeError = relativeFrobenius(r.asap0Plan, r.teacherPlan);
+  for (int k = 0; k < 2; ++k) {
+    SinkhornParams shortBudget = settings.teacher;
+    shortBudget.T = 2 * k + 1;
+    const PlanResult<double> baseline = sinkhornAttention(input, shortBudget);
+    r.shortPlans[k] = baseline.plan.dense();
+    r.shortErrors[k] = baseline.errors;
+    r.shortRelativeErrors[k] = relativeFrobenius(r.shortPlans[k], r.teacherPlan);
+  }
+  addTrajectories(input, dual, r);
   return r;
 }
 

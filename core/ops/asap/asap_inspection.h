@@ -2,8 +2,9 @@
 // Everything the GUI's ASAP view draws for one input (docs/gui.md#asap-view): the Sinkhorn teacher on that
 // input, a sliced-potential fit of its dual on that input alone (docs/operators/asap.md#fitting), the fit's R²
 // and δ, the features Φ, and the teacher, two-sided ASAP and ASAP-0 plans; and, for one slice θ, the 1-D
-// problem behind its feature column (docs/operators/asap.md#features). Small by design: one instance, a few
-// dozen slices, so a view can refit it whenever a slider moves.
+// problem behind its feature column (docs/operators/asap.md#features); the short-budget Sinkhorn baselines T_b = 1
+// and 3; and the Sinkhorn trajectory started cold and warm from ASAP's predicted dual. Small by design: one
+// instance, a few dozen slices, so a view can refit it whenever a slider moves.
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +38,18 @@ struct AsapInspection {
   MatD teacherPlan, asapPlan, asap0Plan;
   MarginalErrors teacherErrors, asapErrors, asap0Errors;
   double asapRelativeError = 0, asap0RelativeError = 0;
+  // The frozen-layer baselines (docs/operators/asap.md#frozen-layer-evaluation): Sinkhorn with T_b = 1 and 3 at
+  // the teacher's eps, [0] for T_b = 1 and [1] for T_b = 3.
+  MatD shortPlans[2];
+  MarginalErrors shortErrors[2];
+  double shortRelativeErrors[2] = {0, 0};
+  // The Sinkhorn trajectory with ASAP as a warm start (docs/operators/asap.md#warm-start): the largest row or
+  // column error (attention scale) after each of the first kTrajectorySteps single normalisations of the
+  // teacher's problem, started cold (u = v = 0, rows first, as the teacher) and warm (u = the predicted dual
+  // Φβ − a, columns first, as ASAP's closures: step 1 is ASAP-0, step 3 two-sided ASAP with column closing).
+  // On the tokens in use; empty under keep-queries padding.
+  static constexpr int kTrajectorySteps = 12;
+  std::vector<double> coldStartErrors, warmStartErrors;
 
   // Plan ratios P^ASAP-0 / P^teacher lie in [1/bound, bound] with bound = e^{2δ/eps} (dual stability, B.8).
   double planRatioBound() const;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/errors.h"
+#include "common/params.h"
 #include "io/atomic_file.h"
 #include "io/checkpoint/safetensors.h"
 #include "io/npy_cache.h"
@@ -136,6 +137,10 @@ CompiledAsap loadCompiledAsapCached(const std::string& dir) {
   auto it = cache.find(dir);
   if (it == cache.end() || it->second.first != key) it = cache.insert_or_assign(dir, std::make_pair(key, loadCompiledAsap(dir))).first;
   return it->second.second;
+}
+
+std::string compiledAsapOperator(const CompiledAsap& compiled, const std::string& dir) {
+  return "asap:compiled=" + dir + ",eps=" + formatValue(compiled.eps) + ",closing=" + compiled.closing;
 }
 
 }  // namespace tl

@@ -50,4 +50,8 @@ CompiledAsap loadCompiledAsap(const std::string& dir);
 // rebuilt per image and per slider tick).
 CompiledAsap loadCompiledAsapCached(const std::string& dir);
 
+// "asap:compiled=DIR,eps=…,closing=…" for the compiled model in `dir`: two-sided ASAP ending on the teacher's
+// side, each layer using its own slices and β.
+std::string compiledAsapOperator(const CompiledAsap& compiled, const std::string& dir);
+
 }  // namespace tl

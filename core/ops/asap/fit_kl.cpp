@@ -105,16 +105,15 @@ KlValue klObjective(const std::vector<FitExample>& examples, const VecD& beta, d
 }
 
 KlFit fitKl(const std::vector<FitExample>& examples, const VecD& start, double lambdaB, Feedback& feedback,
-            double gradientTolerance) {
+            double gradientTolerance, int maxNewtonSteps) {
   if (!(lambdaB > 0) || !std::isfinite(lambdaB))
     throw InvalidArgument("asap fit: the KL fit needs lambda_b > 0 (its strong convexity comes from the ridge)");
-  constexpr int kMaxNewtonSteps = 100;
   KlFit fit;
   fit.beta = start;
   fit.method = "newton";
   KlValue at = klObjective(examples, fit.beta, lambdaB, true);
   bool stalled = false;
-  while (at.gradient.norm() >= gradientTolerance && fit.iterations < kMaxNewtonSteps) {
+  while (at.gradient.norm() >= gradientTolerance && fit.iterations < maxNewtonSteps) {
     feedback.throwIfCanceled();
     feedback.setProgress(0, "KL Newton step " + std::to_string(fit.iterations + 1) + ", |grad| " +
                                 std::to_string(at.gradient.norm()));

@@ -15,7 +15,8 @@ namespace {
 
 constexpr int kLayers = 3, kHeads = 2, kTokens = 5, kHeadDim = 4;
 
-// Head (l, h) of the stand-in model has Q filled with 10·l + h, so a test can tell which head it got.
+// Head (l, h) of the stand-in model has Q(0, 0) = 10·l + h, so a test can tell which head it got (the rest of Q is
+// Gaussian: a compiled ASAP layer's plan depends on its β only when the queries differ).
 class StandInBackend : public ModelBackend {
  public:
   std::shared_ptr<const ModelRun> run(const ModelSourceSpec& source, Feedback&) override {
@@ -26,7 +27,8 @@ class StandInBackend : public ModelBackend {
       VitLayerTrace layer;
       for (int h = 0; h < kHeads; ++h) {
         VitHeadTrace head;
-        head.input.Q = MatD::Constant(kTokens, kHeadDim, 10 * l + h);
+        head.input.Q = test::gaussian(kTokens, kHeadDim, seed++);
+        head.input.Q(0, 0) = 10 * l + h;
         head.input.K = test::gaussian(kTokens, kHeadDim, seed++);
         head.input.V = test::gaussian(kTokens, kHeadDim, seed++);
         head.attention = MatD::Constant(kTokens, kTokens, 1.0 / kTokens);
@@ -43,6 +45,9 @@ class StandInBackend : public ModelBackend {
     lastSwaps = swaps;
     lastDevice = device;
     return base.trace;
+  }
+  CompiledAsap compileAsap(const std::string&, const AsapCompileOptions&, Feedback&) override {
+    throw InvalidArgument("the stand-in model cannot be compiled");
   }
   int lastFrom = -1;
   DeviceChoice lastDevice = DeviceChoice::Cpu;
@@ -95,6 +100,32 @@ TEST_F(ModelSession, TheSessionsDeviceReachesTheModelsSwapPath) {
   s.device = DeviceChoice::Auto;
   (void)runSession(s);
   EXPECT_EQ(backend_->lastDevice, DeviceChoice::Auto) << "the swapped layer's heads run where the session says";
+}
+
+// A compiled model's operator (asap:compiled=DIR, layer left at −1) runs on the source's head as that head's layer:
+// the plan equals the one with the layer named.
+TEST_F(ModelSession, ACompiledOperatorRunsAsTheSourcesLayer) {
+  const test::TempDir temp;
+  CompiledAsap compiled;
+  compiled.teacher = "sinkhorn:T=4,eps=1,mask_mode=subsequence";
+  compiled.T = 4;
+  compiled.closing = "column";
+  for (int layer : {1, 2}) {
+    CompiledAsapLayer l;
+    l.layer = layer;
+    l.slices = test::gaussian(6, kHeadDim, 30 + layer);
+    l.beta = test::gaussian(6, 1, 40 + layer);
+    compiled.layers.push_back(l);
+  }
+  saveCompiledAsap(temp.path().string(), compiled);
+  const std::string op = compiledAsapOperator(compiled, temp.path().string());
+  Session s = session("model:checkpoint=ckpt,layer=2,head=1", SwapScope::None);
+  s.operators = {OperatorRegistry::builtin().parse(op)};
+  const SessionResult r = runSession(s);
+  const auto named = runOperator(OperatorRegistry::builtin().parse(op + ",layer=2"), *r.input, Precision::F64);
+  EXPECT_TRUE(test::matricesNear(r.runs.front().result.plan.dense(), named.plan.dense(), 0.0));
+  const auto other = runOperator(OperatorRegistry::builtin().parse(op + ",layer=1"), *r.input, Precision::F64);
+  EXPECT_FALSE(test::matricesNear(r.runs.front().result.plan.dense(), other.plan.dense(), 1e-6));
 }
 
 TEST_F(ModelSession, IndicesOutsideTheModelNameTheValidRange) {

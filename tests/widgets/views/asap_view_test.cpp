@@ -76,6 +76,35 @@ TEST_F(AsapViewTest, SliceCountSliderRefitsToTheCoresR2) {
   EXPECT_EQ(window_->currentSession().viewState.at("asap").at("slices"), 2);
 }
 
+// The T_b baseline map and the trajectory panel draw the core's numbers; the T_b box switches the baseline.
+[[nodiscard]] bool drawsMatrix(const MatrixMap& map, const MatD& m) {
+  if (map.rows() != m.rows() || map.columns() != m.cols()) return false;
+  for (int i = 0; i < m.rows(); ++i)
+    for (int j = 0; j < m.cols(); ++j)
+      if (map.cell(i, j) != m(i, j)) return false;
+  return true;
+}
+
+TEST_F(AsapViewTest, ShortBudgetPlanAndWarmStartTrajectoryAreTheCores) {
+  ASSERT_TRUE(view_->showingContent());
+  const AsapInspection& fit = *view_->inspection();
+  EXPECT_EQ(view_->shortBudget(), 3);
+  EXPECT_TRUE(drawsMatrix(view_->shortBudgetMap(), fit.shortPlans[1]));
+  auto* box = view_->findChild<QComboBox*>("asapShortBudget");
+  box->setCurrentIndex(box->findData(1));
+  EXPECT_TRUE(drawsMatrix(view_->shortBudgetMap(), fit.shortPlans[0]));
+  for (bool warm : {false, true}) {
+    const auto drawn = view_->trajectory(warm);
+    const std::vector<double>& core = warm ? fit.warmStartErrors : fit.coldStartErrors;
+    ASSERT_EQ(drawn.size(), core.size()) << warm;
+    for (size_t t = 0; t < core.size(); ++t) {
+      EXPECT_EQ(drawn[t].first, double(t + 1));
+      EXPECT_EQ(drawn[t].second, std::max(core[t], 1e-16)) << warm << " " << t;
+    }
+  }
+  view_->grab().save(QString::fromStdString(test::outputDir() + "/asap_view_panels.png"));
+}
+
 TEST_F(AsapViewTest, OtherPrimaryOperatorGetsAMessage) {
   QComboBox* picker = window_->operatorPanel()->primaryForm()->familyPicker();
   picker->setCurrentIndex(picker->findData(QString("softmax")));

@@ -226,6 +226,26 @@ TEST(AsapFit, KlOptimumMatchesRowMomentsOfTheOperatorsOwnPlan) {
   EXPECT_LE(kl.objective, klObjective(examples, ls.beta, lambdaB, false).objective);
 }
 
+// The L-BFGS fallback (run from the LS start with no Newton step) meets the same stopping rule and lands on
+// Newton's β: J is strongly convex, so ‖β − β*‖ ≤ ‖∇J(β)‖/λ_min(∇²J) for each of them.
+TEST(AsapFit, KlLbfgsFallbackReachesNewtonsOptimum) {
+  const double eps = 0.8, lambdaB = 1e-3;
+  const FitSettings settings{eps, MaskMode::Subsequence};
+  const auto examples = examplesOf(calibrationSet(4, 17, 8, eps, 300), sliceBank(8, 8, 21), settings);
+  const VecD start = fitLs(examples, lambdaB).beta;
+  const KlFit newton = fitKl(examples, start, lambdaB);
+  const KlFit lbfgs = fitKl(examples, start, lambdaB, noFeedback(), kKlGradientTolerance, 0);
+  ASSERT_EQ(newton.method, "newton");
+  EXPECT_EQ(lbfgs.method, "newton+lbfgs");
+  ASSERT_TRUE(lbfgs.converged);
+  EXPECT_LT(lbfgs.gradientNorm, 1e-8);
+  EXPECT_GT(lbfgs.iterations, 0);
+  const KlValue at = klObjective(examples, newton.beta, lambdaB, true);
+  const double lambdaMin = Eigen::SelfAdjointEigenSolver<MatD>(at.hessian).eigenvalues().minCoeff();
+  EXPECT_LE((lbfgs.beta - newton.beta).norm(), 2 * (lbfgs.gradientNorm + newton.gradientNorm) / lambdaMin);
+  EXPECT_NEAR(lbfgs.objective, newton.objective, 1e-12 * std::max(1.0, std::abs(newton.objective)));
+}
+
 TEST(AsapFit, KlNeedsARidge) {
   const FitSettings settings;
   const auto examples = examplesOf(calibrationSet(1, 5, 4, 1.0, 1), sliceBank(3, 4, 1), settings);

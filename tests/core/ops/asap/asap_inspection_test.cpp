@@ -2,13 +2,17 @@
 // spec's identities: β, R² and δ equal fitLayer's on the same instance; δ is the largest dual error and
 // R² the explained share; the ASAP-0 plan stays in the dual-stability band e^{±2δ/eps} around a column-ending
 // teacher (B.8); Φ's column is the slice's centred 1-D potential, the matching is monotone, and φ is
-// ½z² − f at the knots.
+// ½z² − f at the knots; the T_b baselines are Sinkhorn at that budget, and the trajectories start where the
+// operators say (cold: Sinkhorn's own error history; warm: ASAP-0 after one step, two-sided ASAP after three).
 #include "ops/asap/asap_inspection.h"
 
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "ops/asap/asap.h"
 #include "ops/asap/sliced_potentials.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/subsequence.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -125,6 +129,58 @@ TEST(AsapInspection, RefusesWhatItCannotFit) {
   AttentionInput<double> cross = in;
   cross.K = gaussian(5, 4, 2);
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)inspectAsap(cross, settings(4, 4)); }, {"self-attention"}));
+}
+
+double largestError(const MarginalErrors& e) { return std::max(e.rowMax, e.colMax); }
+
+TEST(AsapInspection, ShortBudgetBaselinesAreSinkhornAtTb1And3) {
+  const AttentionInput<double> in = randomInput(20, 8, 5);
+  const AsapInspection r = inspectAsap(in, settings(4, 8, 0.6));
+  for (int k = 0; k < 2; ++k) {
+    SinkhornParams p = r.settings.teacher;
+    p.T = 2 * k + 1;
+    const MatD expected = sinkhornAttention(in, p).plan.dense();
+    EXPECT_EQ((r.shortPlans[k] - expected).cwiseAbs().maxCoeff(), 0.0) << p.T;
+    EXPECT_NEAR(r.shortRelativeErrors[k], (expected - r.teacherPlan).norm() / r.teacherPlan.norm(), 1e-12);
+    EXPECT_LE(r.shortErrors[k].rowMax, 1e-12) << "row-ending budgets have exact rows";
+  }
+}
+
+TEST(AsapInspection, TrajectoriesStartColdAtSinkhornAndWarmAtAsap) {
+  const AttentionInput<double> in = randomInput(20, 8, 9);
+  const AsapInspection r = inspectAsap(in, settings(4, 8, 0.6));
+  const size_t steps = AsapInspection::kTrajectorySteps;
+  ASSERT_EQ(r.coldStartErrors.size(), steps);
+  ASSERT_EQ(r.warmStartErrors.size(), steps);
+  // Cold: the teacher's loop itself, run for as many steps.
+  SinkhornParams p = r.settings.teacher;
+  p.T = int(steps);
+  const PlanResult<double> sinkhorn = sinkhornAttention(in, p);
+  ASSERT_EQ(sinkhorn.errorHistory.size(), steps);
+  for (size_t t = 0; t < steps; ++t) EXPECT_NEAR(r.coldStartErrors[t], largestError(sinkhorn.errorHistory[t]), 1e-12) << t;
+  // Warm: step 1 is ASAP-0 and step 3 two-sided ASAP (column closing) with the fitted β.
+  EXPECT_NEAR(r.warmStartErrors[0], largestError(r.asap0Errors), 1e-12);
+  EXPECT_NEAR(r.warmStartErrors[2], largestError(r.asapErrors), 1e-12);
+  // A good warm start is ahead of the cold one after the teacher's budget.
+  EXPECT_LT(r.warmStartErrors[3], r.coldStartErrors[3]);
+}
+
+TEST(AsapInspection, TrajectoriesRunOnTheValidTokensUnderSubsequencePadding) {
+  AttentionInput<double> in = randomInput(18, 8, 13);
+  in.mask = Mask::Ones(18);
+  (*in.mask)(4) = (*in.mask)(11) = false;
+  const AsapInspection padded = inspectAsap(in, settings(4, 8));
+  const std::vector<Eigen::Index> valid = validIndices(*in.mask);
+  const AttentionInput<double> cut{takeRows(in.Q, valid), takeRows(in.K, valid), std::nullopt, std::nullopt};
+  const AsapInspection alone = inspectAsap(cut, settings(4, 8));
+  ASSERT_EQ(padded.warmStartErrors.size(), alone.warmStartErrors.size());
+  for (size_t t = 0; t < alone.warmStartErrors.size(); ++t) {
+    EXPECT_NEAR(padded.warmStartErrors[t], alone.warmStartErrors[t], 1e-12) << t;
+    EXPECT_NEAR(padded.coldStartErrors[t], alone.coldStartErrors[t], 1e-12) << t;
+  }
+  AsapInspectionSettings keep = settings(4, 8);
+  keep.teacher.maskMode = MaskMode::KeepQueries;
+  EXPECT_TRUE(inspectAsap(in, keep).warmStartErrors.empty());
 }
 
 }  // namespace
