@@ -1,6 +1,8 @@
 #include "widgets/views/family_view.h"
 
+#include <QFrame>
 #include <QLabel>
+#include <QScrollArea>
 #include <QStackedLayout>
 
 #include "ops/registry.h"
@@ -21,7 +23,16 @@ FamilyView::FamilyView(QWidget* parent) : View(parent) {
   showMessage(tr("No result yet."));
 }
 
-void FamilyView::setContent(QWidget* content) { pages_->addWidget(content); }
+void FamilyView::setContent(QWidget* content) {
+  // A figure taller than its dock scrolls instead of growing the window: the bottom docks are tabs of one
+  // height, so the tallest figure's minimum became the window's (1242 px with the ASAP and Certificates views,
+  // past the bottom of a 1000 px screen).
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(content);
+  pages_->addWidget(scroll);
+}
 
 QCPLayoutGrid* FamilyView::makePlot(QWidget* host, const QString& heading, QSize minimumSize,
                                     const QFont& headingFont) {

@@ -64,6 +64,17 @@ TEST_F(MainWindowTest, TSliderRecomputesAndHeatmapEqualsCoreResult) {
   EXPECT_TRUE(marginal->text().startsWith("marginal error")) << marginal->text().toStdString();
 }
 
+// Tall figures scroll inside their docks, so the whole window, status bar included, fits the 1600 × 1000 screen
+// the GUI tests use (and a laptop's). The bottom docks are tabs of one height: the ASAP and Certificates figures'
+// minimum heights once made the window at least 1242 px tall.
+TEST_F(MainWindowTest, TheWholeWindowFitsAThousandPixelScreen) {
+  MainWindow window(test::smallCloudSession(60));
+  window.show();
+  ASSERT_TRUE(test::waitUntil([&] { return window.lastResult() != nullptr; }));
+  EXPECT_LE(window.minimumSizeHint().height(), 900);
+  EXPECT_LE(window.frameGeometry().height(), 1000);
+}
+
 TEST_F(MainWindowTest, FastSliderMovesEndOnTheLastValue) {
   MainWindow window(test::smallCloudSession(80));
   window.show();
