@@ -96,8 +96,9 @@ TEST_F(AsapCompileTest, TheDialogCompilesWritesAndSwapsTheCompiledLayersIn) {
   const VecD expected = softmax(swapped.logits);
   for (int c = 0; c < prediction->classCount(); ++c)
     EXPECT_NEAR(prediction->swappedProbability(c), expected[c], 1e-12) << c;
-  // The plan is the compiled operator of the source's layer (1) on its head.
-  const auto layer1 = runOperator(OperatorRegistry::builtin().parse(op + ",layer=1"), *r.input, Precision::F64);
+  // The plan is the compiled operator of the source's layer (1) on its head, in the session's precision.
+  const auto layer1 =
+      runOperator(OperatorRegistry::builtin().parse(op + ",layer=1"), *r.input, r.session.precision);
   EXPECT_EQ((r.runs.front().result.plan.dense() - layer1.plan.dense()).cwiseAbs().maxCoeff(), 0.0);
   window_->grab().save(QString::fromStdString(test::outputDir() + "/asap_swapped_in.png"));
 
