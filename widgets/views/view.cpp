@@ -1,5 +1,7 @@
 #include "widgets/views/view.h"
 
+#include <QPoint>
+#include <QRect>
 #include <QTimer>
 #include <utility>
 
@@ -18,7 +20,13 @@ void View::drawPending() {
   if (pending_) setResult(std::exchange(pending_, nullptr));
 }
 
-bool View::onScreen() const { return isVisible() && !visibleRegion().isEmpty(); }
+bool View::onScreen() const {
+  if (!isVisible()) return false;
+  // Where the layout put the view, not visibleRegion(): that leaves out opaque children, and a family view's
+  // scroll area covers all of it. A tab behind another sits outside the window (view.h).
+  const QWidget* top = window();
+  return QRect(mapTo(top, QPoint(0, 0)), size()).intersects(top->rect());
+}
 
 void View::drawPendingWhenOnScreen() {
   if (!pending_) return;
