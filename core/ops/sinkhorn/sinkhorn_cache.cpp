@@ -25,9 +25,7 @@ template <class T>
 void SinkhornCache<T>::startRun(MaskMode maskMode) {
   reuse_ = {};
   if (maskMode_ != maskMode) {
-    const auto input = input_;
-    clear();
-    input_ = input;
+    clear();  // keeps the bound input: the same tokens, another sub-problem
     maskMode_ = maskMode;
   }
 }
