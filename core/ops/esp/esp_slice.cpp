@@ -4,15 +4,18 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/argsort.h"
+
 namespace tl {
 namespace {
 
-// Tokens by ascending value, stable by token index (docs/operators/esp.md#ties).
+// Tokens by ascending value, stable by token index (docs/operators/esp.md#ties). The slices of one operator
+// call run on a few threads, each sorting slice after slice: one sort workspace per thread serves them all.
 template <class T>
 std::vector<int> ascendingOrder(const Vec<T>& values) {
-  std::vector<int> order(values.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values(a) < values(b); });
+  thread_local ArgsortWorkspace<T> workspace;
+  std::vector<int> order;
+  stableArgsort(values.data(), size_t(values.size()), order, workspace);
   return order;
 }
 
