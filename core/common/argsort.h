@@ -64,19 +64,19 @@ void stableArgsort(const Key* keys, std::size_t n, std::vector<Index>& order, Ar
   if (n > std::size_t(UINT32_MAX)) throw std::length_error("stableArgsort: more than 2^32 keys");
   order.resize(n);
   if (n < kRadixMinSize) {
-    // Key i's rank: the keys before it that are not larger plus the keys after it that are smaller, so equal
-    // keys keep their index order. Signed integers (the ordered bits with the sign bit flipped) because that is
-    // the comparison the vector units have.
+    // Key i's rank: the smaller keys anywhere plus the equal keys before it, so equal keys keep their index
+    // order. Signed integers of the key's width (the ordered bits with the sign bit flipped, and the count)
+    // because that is the comparison the vector units have and no lane needs widening.
     constexpr Bits kSign = Bits(1) << (8 * sizeof(Bits) - 1);
     ws.ranked.resize(n);
     const Signed* ranked = ws.ranked.data();
     for (std::size_t i = 0; i < n; ++i) ws.ranked[i] = Signed(argsort_detail::orderedBits(keys[i]) ^ kSign);
     for (std::size_t i = 0; i < n; ++i) {
       const Signed key = ranked[i];
-      std::size_t rank = 0;
-      for (std::size_t j = 0; j < i; ++j) rank += ranked[j] <= key;
-      for (std::size_t j = i + 1; j < n; ++j) rank += ranked[j] < key;
-      order[rank] = Index(i);
+      Signed rank = 0;
+      for (std::size_t j = 0; j < n; ++j) rank += ranked[j] < key;
+      for (std::size_t j = 0; j < i; ++j) rank += ranked[j] == key;
+      order[std::size_t(rank)] = Index(i);
     }
     return;
   }
