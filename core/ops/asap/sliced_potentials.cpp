@@ -19,8 +19,8 @@ double slope(const std::vector<double>& ySorted, Eigen::Index i, Eigen::Index nx
   return ySorted[size_t(std::clamp<Eigen::Index>(k, 0, ny - 1))];
 }
 
-// x and y in ascending order (stable), and the orders. A loop over slices keeps one and re-sorts into it, so
-// its buffers are allocated once per thread, not once per slice.
+// x and y in ascending order (stable), and the orders. A loop over slices keeps one and sorts each slice into
+// it, so its buffers are allocated once per thread, not once per slice.
 struct SortedProblem {
   ArgsortWorkspace<double> sort;
   std::vector<Eigen::Index> orderX, orderY;
@@ -36,7 +36,7 @@ struct SortedProblem {
   }
 };
 
-// f at the sorted x (f_(1) = ½x_(1)², docs/operators/asap.md#features) into fSorted.
+// fSorted ← f at the sorted x (the recursion of potential1D).
 void sortedSourcePotential(const SortedProblem& s, std::vector<double>& fSorted) {
   const Eigen::Index n = Eigen::Index(s.xSorted.size());
   fSorted.resize(size_t(n));
@@ -45,34 +45,6 @@ void sortedSourcePotential(const SortedProblem& s, std::vector<double>& fSorted)
     const double x0 = s.xSorted[size_t(i)], x1 = s.xSorted[size_t(i + 1)];
     fSorted[size_t(i + 1)] = fSorted[size_t(i)] + 0.5 * (x1 * x1 - x0 * x0) - slope(s.ySorted, i, n) * (x1 - x0);
   }
-}
-
-// The convex extension at z of the potential of the sorted problem s (see potentialExtension).
-Vec<double> sortedExtension(const SortedProblem& s, const Vec<double>& z) {
-  const Eigen::Index n = Eigen::Index(s.xSorted.size());
-  // φ at the sorted knots, φ(x_(1)) = 0.
-  std::vector<double> phi(static_cast<size_t>(n), 0.0);
-  for (Eigen::Index i = 0; i + 1 < n; ++i)
-    phi[size_t(i + 1)] = phi[size_t(i)] + slope(s.ySorted, i, n) * (s.xSorted[size_t(i + 1)] - s.xSorted[size_t(i)]);
-  // Outer rays: slope y_(1) on the left and the largest key on the right, so y_(n) ∈ ∂φ(x_(n)).
-  const double leftSlope = s.ySorted.front();
-  const double rightSlope = s.ySorted.back();
-  Vec<double> out(z.size());
-  for (Eigen::Index k = 0; k < z.size(); ++k) {
-    const double zk = z(k);
-    double phiZ;
-    if (zk <= s.xSorted.front()) {
-      phiZ = leftSlope * (zk - s.xSorted.front());
-    } else if (zk >= s.xSorted.back()) {
-      phiZ = phi.back() + rightSlope * (zk - s.xSorted.back());
-    } else {
-      const auto it = std::upper_bound(s.xSorted.begin(), s.xSorted.end(), zk);
-      const size_t i = size_t(it - s.xSorted.begin()) - 1;  // x_(i) <= z < x_(i+1)
-      phiZ = phi[i] + slope(s.ySorted, Eigen::Index(i), n) * (zk - s.xSorted[i]);
-    }
-    out(k) = 0.5 * zk * zk - phiZ;
-  }
-  return out;
 }
 
 }  // namespace
@@ -98,9 +70,32 @@ Potential1D potential1D(const Vec<double>& x, const Vec<double>& y) {
 }
 
 Vec<double> potentialExtension(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z) {
+  const Eigen::Index n = x.size();
   SortedProblem s;
   s.sortBoth(x, y);
-  return sortedExtension(s, z);
+  // φ at the sorted knots, φ(x_(1)) = 0.
+  std::vector<double> phi(static_cast<size_t>(n), 0.0);
+  for (Eigen::Index i = 0; i + 1 < n; ++i)
+    phi[size_t(i + 1)] = phi[size_t(i)] + slope(s.ySorted, i, n) * (s.xSorted[size_t(i + 1)] - s.xSorted[size_t(i)]);
+  // Outer rays: slope y_(1) on the left and the largest key on the right, so y_(n) ∈ ∂φ(x_(n)).
+  const double leftSlope = s.ySorted.front();
+  const double rightSlope = s.ySorted.back();
+  Vec<double> out(z.size());
+  for (Eigen::Index k = 0; k < z.size(); ++k) {
+    const double zk = z(k);
+    double phiZ;
+    if (zk <= s.xSorted.front()) {
+      phiZ = leftSlope * (zk - s.xSorted.front());
+    } else if (zk >= s.xSorted.back()) {
+      phiZ = phi.back() + rightSlope * (zk - s.xSorted.back());
+    } else {
+      const auto it = std::upper_bound(s.xSorted.begin(), s.xSorted.end(), zk);
+      const size_t i = size_t(it - s.xSorted.begin()) - 1;  // x_(i) <= z < x_(i+1)
+      phiZ = phi[i] + slope(s.ySorted, Eigen::Index(i), n) * (zk - s.xSorted[i]);
+    }
+    out(k) = 0.5 * zk * zk - phiZ;
+  }
+  return out;
 }
 
 MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std::optional<Mask>& activeTokens) {
@@ -114,9 +109,9 @@ MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std:
   // The slices are independent 1-D problems (two sorts each): split across threads, each writing its own columns.
   const double tokens = double(Q.rows() + K.rows()), sortWork = 8 * tokens * std::log2(tokens + 2);
   parallelFor(slices.rows(), double(slices.rows()) * sortWork, [&](Eigen::Index firstSlice, Eigen::Index endSlice) {
-    // One thread's buffers, reused by each of its slices.
-    const Eigen::Index nActive = Eigen::Index(active.size()), nKeys = activeTokens ? nActive : Y.rows();
-    Vec<double> x(nActive), y(nKeys), f(nActive);
+    // One thread's buffers, reused by each of its slices (potential1D's f without its allocations).
+    const Eigen::Index nActive = Eigen::Index(active.size());
+    Vec<double> x(nActive), y(activeTokens ? nActive : Y.rows()), f(nActive);
     SortedProblem s;
     std::vector<double> fSorted;
     for (Eigen::Index l = firstSlice; l < endSlice; ++l) {
@@ -134,7 +129,7 @@ MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std:
       if (!padded.empty()) {
         Vec<double> z(Eigen::Index(padded.size()));
         for (size_t p = 0; p < padded.size(); ++p) z(Eigen::Index(p)) = X(padded[p], l);
-        const Vec<double> fz = sortedExtension(s, z);
+        const Vec<double> fz = potentialExtension(x, y, z);
         for (size_t p = 0; p < padded.size(); ++p) phi(padded[p], l) = fz(Eigen::Index(p)) - mean;
       }
     }
