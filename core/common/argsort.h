@@ -10,7 +10,6 @@
 // Keys compare as `<` does: -0.0 and +0.0 are equal (tied, so by index), -inf and +inf sort first and last.
 // NaN (which the operators' finite inputs never produce) has no place under `<`; here it sorts by its bits,
 // positive NaN after +inf and negative NaN before -inf, so the order is still deterministic.
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
