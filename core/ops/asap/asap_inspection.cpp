@@ -69,23 +69,82 @@ std::vector<double> trajectory(const DenseScores<double>& X, VecD ut, VecD vt, b
   return errors;
 }
 
-// Cold and warm trajectories (asap_inspection.h) on the tokens in use, with u0 = Φβ − a from the same fit
-// features (ops/asap/asap_fit.h) on that sub-problem.
-void addTrajectories(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
+// β for the settings' fit kind on one example: LS, and KL started from it.
+VecD fitBeta(const FitExample& example, const AsapInspectionSettings& settings) {
+  LsAccumulator normalEquations(example.phi.cols());
+  normalEquations.add(example);
+  const VecD ls = solveLs(normalEquations, settings.lambdaB).beta;
+  return settings.fit == FitKind::Kl ? fitKl({example}, ls, settings.lambdaB).beta : ls;
+}
+
+// The example with only its first L feature columns: the fit with the first L slices of the nested bank.
+FitExample withFirstSlices(const FitExample& example, int L) {
+  FitExample e = example;
+  e.phi = example.phi.leftCols(L);
+  return e;
+}
+
+// The sweep's slice counts: powers of two up to the largest, and the fit's own L. Without a ridge, only counts
+// the centred features (rank ≤ tokens − 1) can determine.
+std::vector<int> sweepSliceCounts(const AsapInspectionSettings& settings, Eigen::Index tokens) {
+  std::vector<int> counts{settings.L};
+  for (int L = 1; L <= AsapInspection::kSweepMaxSlices; L *= 2) counts.push_back(L);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  if (settings.lambdaB == 0)
+    counts.erase(std::remove_if(counts.begin(), counts.end(), [tokens](int L) { return L > tokens - 1; }),
+                 counts.end());
+  return counts;
+}
+
+SliceSweep sweepSlices(const FitExample& bankExample, const VecD& teacherDual, const AsapInspectionSettings& settings) {
+  const double eps = settings.teacher.eps;
+  SliceSweep sweep;
+  sweep.slices = sweepSliceCounts(settings, bankExample.phi.rows());
+  for (int L : sweep.slices) {
+    const FitExample example = withFirstSlices(bankExample, L);
+    const VecD beta = fitBeta(example, settings);
+    const FitQuality quality = fitQuality({example}, beta);
+    sweep.r2.push_back(quality.r2);
+    sweep.residualMeanSquare.push_back(quality.residualMeanSquare);
+    sweep.kl.push_back(oneSidedKl(example.X, teacherDual / eps, predictedSourceDual(example, beta) / eps));
+    sweep.kappa = std::max(sweep.kappa, sweep.kl.back().kappa);
+  }
+  for (double risk : sweep.residualMeanSquare) sweep.lsSurrogate.push_back(sweep.kappa / (2 * eps * eps) * risk);
+  return sweep;
+}
+
+// The diagnostics that assume uniform marginals run on the tokens in use as a problem of their own: the cold
+// and warm trajectories (asap_inspection.h), the B.34 row bound and the slice sweep. Under keep-queries padding
+// the marginals are not uniform, and they are left out.
+void addTokenDiagnostics(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
   if (input.mask && r.settings.teacher.maskMode == MaskMode::KeepQueries) return;
   const std::vector<Eigen::Index> tokens = tokensInUse(input);
   const MatD Q = takeRows(input.Q, tokens), K = takeRows(input.K, tokens);
+  const VecD teacherDual = takeRows(MatD(dual), tokens);
   const double eps = r.settings.teacher.eps;
-  const FitExample example =
-      prepareFitExample({Q, K, takeRows(MatD(dual), tokens), std::nullopt}, r.slices, {eps, MaskMode::Subsequence});
-  const DenseScores<double> X(Q, K, eps);
+  // One bank of the largest size: its first L rows are the L-slice bank (slicers.h), so one set of features
+  // serves every fit.
+  const int largest = std::max(AsapInspection::kSweepMaxSlices, r.settings.L);
+  const MatD bank = sliceDirections({Slicer::Random, largest, r.settings.seed, {}}, input.headDim());
+  const FitExample bankExample =
+      prepareFitExample({Q, K, teacherDual, std::nullopt}, bank, {eps, MaskMode::Subsequence});
+  const DenseScores<double>& X = bankExample.X;
+  const VecD u0 = predictedSourceDual(withFirstSlices(bankExample, r.settings.L), r.beta) / eps;
+
   const VecD zero = VecD::Zero(Q.rows());
   const int steps = AsapInspection::kTrajectorySteps;
   r.coldStartErrors = trajectory(X, zero, zero, true, steps);
-  r.warmStartErrors = trajectory(X, predictedSourceDual(example, r.beta) / eps, zero, false, steps);
+  r.warmStartErrors = trajectory(X, u0, zero, false, steps);
+  if (r.closing == Closing::Column) r.rowBound = twoSidedRowBound(X, u0);
+  r.sweep = sweepSlices(bankExample, teacherDual, r.settings);
 }
 
 }  // namespace
+
+PlanMarginals planMarginals(const MatD& plan) {
+  return {plan.rowwise().sum(), plan.colwise().sum().transpose()};
+}
 
 double AsapInspection::planRatioBound() const { return std::exp(2.0 * quality.delta / settings.teacher.eps); }
 
@@ -107,10 +166,7 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   const FitInstance instance{input.Q, input.K, dual, input.mask};
   const std::vector<FitExample> examples{
       prepareFitExample(instance, r.slices, {settings.teacher.eps, settings.teacher.maskMode})};
-  LsAccumulator normalEquations(settings.L);
-  normalEquations.add(examples.front());
-  r.beta = solveLs(normalEquations, settings.lambdaB).beta;
-  if (settings.fit == FitKind::Kl) r.beta = fitKl(examples, r.beta, settings.lambdaB).beta;
+  r.beta = fitBeta(examples.front(), settings);
   r.quality = fitQuality(examples, r.beta);
 
   const FitExample& e = examples.front();
@@ -138,7 +194,7 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
     r.shortErrors[k] = baseline.errors;
     r.shortRelativeErrors[k] = relativeFrobenius(r.shortPlans[k], r.teacherPlan);
   }
-  addTrajectories(input, dual, r);
+  addTokenDiagnostics(input, dual, r);
   return r;
 }
 

@@ -6,10 +6,12 @@
 // and 3; and the Sinkhorn trajectory started cold and warm from ASAP's predicted dual. Small by design: one
 // instance, a few dozen slices, so a view can refit it whenever a slider moves.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/attention_input.h"
 #include "ops/asap/asap.h"
+#include "ops/asap/asap_bounds.h"
 #include "ops/asap/asap_fit.h"
 #include "ops/sinkhorn/sinkhorn.h"
 
@@ -21,6 +23,26 @@ struct AsapInspectionSettings {
   uint64_t seed = 0;
   double lambdaB = 1e-4;   // ridge on the normalised risk
   FitKind fit = FitKind::Ls;
+};
+
+// Row and column sums of an attention-scale plan A = n·P: 1 on balanced tokens, 0 on padded ones.
+struct PlanMarginals {
+  VecD rows, cols;
+};
+PlanMarginals planMarginals(const MatD& plan);
+
+// The fit refitted with the first L slices, for each L of `slices`, on the same input, λ_B and fit kind
+// (docs/gui.md#asap-view): the dual fit's R² and the KL diagnostics between the teacher's one-sided plan
+// P(u^T, K(u^T)) and ASAP-0's P(Φβ − a, K(·)), with their bounds (asap_bounds.h). The LS surrogate (B.70) is
+// κ/(2ε²)·R̂(β) with one κ for every pair of the sweep (the largest), as B.12 assumes; B.54 uses each pair's
+// own κ, so on one input the two differ only in κ, and the surrogate is proportional to the risk R̂ that the
+// LS fit minimises.
+struct SliceSweep {
+  std::vector<int> slices;  // ascending
+  std::vector<double> r2, residualMeanSquare;
+  std::vector<OneSidedKl> kl;
+  double kappa = 0;  // the largest κ of the sweep
+  std::vector<double> lsSurrogate;
 };
 
 struct AsapInspection {
@@ -50,6 +72,13 @@ struct AsapInspection {
   // On the tokens in use; empty under keep-queries padding.
   static constexpr int kTrajectorySteps = 12;
   std::vector<double> coldStartErrors, warmStartErrors;
+
+  // The B.34 row-error bound of two-sided ASAP (asap_bounds.h), on the tokens in use: every ASAP row sum of
+  // A lies in 1 ± η. Only for column closing (row closing makes rows exact), and not under keep-queries padding.
+  std::optional<TwoSidedRowBound> rowBound;
+  // Slice counts of the sweep: powers of two up to kSweepMaxSlices, and the fit's own L.
+  static constexpr int kSweepMaxSlices = 128;
+  SliceSweep sweep;  // empty under keep-queries padding
 
   // Plan ratios P^ASAP-0 / P^teacher lie in [1/bound, bound] with bound = e^{2δ/eps} (dual stability, B.8).
   double planRatioBound() const;
