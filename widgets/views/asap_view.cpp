@@ -101,6 +101,7 @@ MatD comparison(const AsapInspection& fit, int kind, int shortIndex) {
 
 AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   worker_.setMaxThreadCount(1);
+  sweepWorker_.setMaxThreadCount(1);
   auto* content = new QWidget(this);
   auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(2, 2, 2, 2);
@@ -296,8 +297,10 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
 }
 
 AsapView::~AsapView() {
-  worker_.clear();
-  worker_.waitForDone();
+  for (QThreadPool* pool : {&worker_, &sweepWorker_}) {
+    pool->clear();
+    pool->waitForDone();
+  }
 }
 
 void AsapView::updateSliderLabels() {
@@ -321,7 +324,8 @@ void AsapView::setResult(std::shared_ptr<const SessionResult> result) {
 
 void AsapView::refit() {
   ++generation_;
-  worker_.clear();  // a queued fit for older settings is no longer wanted
+  worker_.clear();  // a queued fit or sweep for older settings is no longer wanted
+  sweepWorker_.clear();
   const OperatorRun* run = primaryRunOf(result_.get(), "sinkhorn");
   const uint64_t requestId = result_ ? result_->requestId : 0;
   QString why;
@@ -370,8 +374,39 @@ void AsapView::refit() {
 }
 
 void AsapView::finishPending() {
-  worker_.waitForDone();
-  QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
+  // The fit, then the sweep it starts when it is shown.
+  for (QThreadPool* pool : {&worker_, &sweepWorker_}) {
+    pool->waitForDone();
+    QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
+  }
+}
+
+void AsapView::startSweep() {
+  sweep_.reset();
+  drawSweep();
+  const uint64_t generation = generation_;
+  const AsapInspectionSettings settings = inspection_->settings;
+  auto input = fittedInput_;
+  sweepWorker_.start([this, input, settings, generation] {
+    std::shared_ptr<const SliceSweep> sweep;
+    QString error;  // the panels stay empty and say why
+    try {
+      sweep = std::make_shared<const SliceSweep>(sweepSlices(*input, settings));
+    } catch (const std::exception& e) {
+      sweep = std::make_shared<const SliceSweep>();
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(
+        this,
+        [this, sweep, error, generation] {
+          if (generation != generation_) return;
+          sweep_ = sweep;
+          sweepError_ = error;
+          drawSweep();
+          plot_->replot(QCustomPlot::rpQueuedRefresh);
+        },
+        Qt::QueuedConnection);
+  });
 }
 
 void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId) {
@@ -400,7 +435,7 @@ void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t reque
   drawPlans();
   drawTrajectories();
   drawMarginals();
-  drawSweep();
+  startSweep();
   plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(requestId);
 }
@@ -566,7 +601,8 @@ void AsapView::drawMarginals() {
 }
 
 void AsapView::drawSweep() {
-  const SliceSweep& sweep = inspection_->sweep;
+  static const SliceSweep kNone;
+  const SliceSweep& sweep = sweep_ ? *sweep_ : kNone;
   QVector<double> slices;
   for (int L : sweep.slices) slices << double(L);
   QVector<double> values[6];
@@ -580,8 +616,14 @@ void AsapView::drawSweep() {
     values[5] << onLogAxis(sweep.lsSurrogate[k]);
   }
   for (int c = 0; c < 6; ++c) sweepGraphs_[c]->setData(slices, values[c], true);
+  if (!sweep_) {
+    klTitle_->setText(tr("KL diagnostics: refitting for L = 1 … %1…").arg(kSweepMaxSlices));
+    r2Title_->setText(tr("slice-count ablation: refitting…"));
+    return;
+  }
   if (sweep.slices.empty()) {
-    klTitle_->setText(tr("KL diagnostics: not drawn under keep-queries padding"));
+    klTitle_->setText(sweepError_.isEmpty() ? tr("KL diagnostics: not drawn under keep-queries padding")
+                                            : tr("KL diagnostics: %1").arg(sweepError_));
     r2Title_->setText(tr("slice-count ablation: not drawn"));
     return;
   }

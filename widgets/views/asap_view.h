@@ -41,6 +41,9 @@ class AsapView : public FamilyView {
   // What is drawn, for tests: the fit behind the figure (null before one), and R² recomputed from the
   // scatter's own points, 1 − Σ(f̂ − f̄)²/Σ f̄².
   const AsapInspection* inspection() const { return inspection_.get(); }
+  // The slice sweep behind the sweep panels: computed after the fit is drawn, on a worker of its own (null until
+  // it arrives).
+  const SliceSweep* sweep() const { return sweep_.get(); }
   double scatterR2() const;
   int scatterPoints() const;
   const MatrixMap& featureMap() const { return phiMap_; }
@@ -62,6 +65,7 @@ class AsapView : public FamilyView {
   AsapInspectionSettings wantedSettings(const SinkhornParams& teacher) const;
   void refit();
   void showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId);
+  void startSweep();
   void drawScatter();
   void drawSlice();
   void drawPlans();
@@ -112,8 +116,12 @@ class AsapView : public FamilyView {
   MatrixMap phiMap_, teacherMap_, shortMap_, asapMap_, asap0Map_, comparisonMap_;
 
   QThreadPool worker_;  // one fit at a time; a newer request drops the queued one
+  // The sweep refits the input up to 9 times: on its own thread, so a running sweep never delays a new fit.
+  QThreadPool sweepWorker_;
   uint64_t generation_ = 0;
   std::shared_ptr<const AsapInspection> inspection_;
+  std::shared_ptr<const SliceSweep> sweep_;  // for inspection_, once computed
+  QString sweepError_;                       // why sweep_ is empty, when it failed
   std::shared_ptr<const AttentionInput<double>> fittedInput_;  // the input inspection_ was fitted on
 };
 

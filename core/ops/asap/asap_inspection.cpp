@@ -88,7 +88,7 @@ FitExample withFirstSlices(const FitExample& example, int L) {
 // the centred features (rank ≤ tokens − 1) can determine.
 std::vector<int> sweepSliceCounts(const AsapInspectionSettings& settings, Eigen::Index tokens) {
   std::vector<int> counts{settings.L};
-  for (int L = 1; L <= AsapInspection::kSweepMaxSlices; L *= 2) counts.push_back(L);
+  for (int L = 1; L <= kSweepMaxSlices; L *= 2) counts.push_back(L);
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   if (settings.lambdaB == 0)
@@ -97,7 +97,8 @@ std::vector<int> sweepSliceCounts(const AsapInspectionSettings& settings, Eigen:
   return counts;
 }
 
-SliceSweep sweepSlices(const FitExample& bankExample, const VecD& teacherDual, const AsapInspectionSettings& settings) {
+SliceSweep sweepOnTokensInUse(const FitExample& bankExample, const VecD& teacherDual,
+                              const AsapInspectionSettings& settings) {
   const double eps = settings.teacher.eps;
   SliceSweep sweep;
   sweep.slices = sweepSliceCounts(settings, bankExample.phi.rows());
@@ -114,30 +115,47 @@ SliceSweep sweepSlices(const FitExample& bankExample, const VecD& teacherDual, c
   return sweep;
 }
 
-// The diagnostics that assume uniform marginals run on the tokens in use as a problem of their own: the cold
-// and warm trajectories (asap_inspection.h), the B.34 row bound and the slice sweep. Under keep-queries padding
-// the marginals are not uniform, and they are left out.
-void addTokenDiagnostics(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
-  if (input.mask && r.settings.teacher.maskMode == MaskMode::KeepQueries) return;
-  const std::vector<Eigen::Index> tokens = tokensInUse(input);
-  const MatD Q = takeRows(input.Q, tokens), K = takeRows(input.K, tokens);
-  const VecD teacherDual = takeRows(MatD(dual), tokens);
-  const double eps = r.settings.teacher.eps;
-  // One bank of the largest size: its first L rows are the L-slice bank (slicers.h), so one set of features
-  // serves every fit.
-  const int largest = std::max(AsapInspection::kSweepMaxSlices, r.settings.L);
-  const MatD bank = sliceDirections({Slicer::Random, largest, r.settings.seed, {}}, input.headDim());
-  const FitExample bankExample =
-      prepareFitExample({Q, K, teacherDual, std::nullopt}, bank, {eps, MaskMode::Subsequence});
-  const DenseScores<double>& X = bankExample.X;
-  const VecD u0 = predictedSourceDual(withFirstSlices(bankExample, r.settings.L), r.beta) / eps;
+// The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u of a
+// column-ending teacher, or after step T − 2 (row-ending).
+VecD closureReadyDual(const AttentionInput<double>& input, const SinkhornParams& teacher) {
+  SinkhornParams extraction = teacher;
+  if (teacher.T % 2 == 1) extraction.T -= 2;
+  return sinkhornAttention(input, extraction).u;
+}
 
-  const VecD zero = VecD::Zero(Q.rows());
+// The diagnostics that assume uniform marginals run on the tokens in use as a problem of their own (under
+// keep-queries padding the marginals are not uniform, and they are left out). Its fit example, with the
+// features of the first `slices` directions of the bank, and the teacher's dual on those tokens.
+struct TokenProblem {
+  FitExample example;
+  VecD teacherDual;
+};
+TokenProblem tokenProblem(const AttentionInput<double>& input, const VecD& dual,
+                          const AsapInspectionSettings& settings, int slices) {
+  const std::vector<Eigen::Index> tokens = tokensInUse(input);
+  const VecD teacherDual = takeRows(MatD(dual), tokens);
+  const MatD bank = sliceDirections({Slicer::Random, slices, settings.seed, {}}, input.headDim());
+  return {prepareFitExample({takeRows(input.Q, tokens), takeRows(input.K, tokens), teacherDual, std::nullopt}, bank,
+                            {settings.teacher.eps, MaskMode::Subsequence}),
+          teacherDual};
+}
+
+bool uniformMarginals(const AttentionInput<double>& input, const AsapInspectionSettings& settings) {
+  return !(input.mask && settings.teacher.maskMode == MaskMode::KeepQueries);
+}
+
+// The cold and warm trajectories (asap_inspection.h) and the B.34 row bound.
+void addTokenDiagnostics(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
+  if (!uniformMarginals(input, r.settings)) return;
+  const TokenProblem problem = tokenProblem(input, dual, r.settings, r.settings.L);
+  const DenseScores<double>& X = problem.example.X;
+  const VecD u0 = predictedSourceDual(problem.example, r.beta) / r.settings.teacher.eps;
+
+  const VecD zero = VecD::Zero(X.rows());
   const int steps = AsapInspection::kTrajectorySteps;
   r.coldStartErrors = trajectory(X, zero, zero, true, steps);
   r.warmStartErrors = trajectory(X, u0, zero, false, steps);
   if (r.closing == Closing::Column) r.rowBound = twoSidedRowBound(X, u0);
-  r.sweep = sweepSlices(bankExample, teacherDual, r.settings);
 }
 
 }  // namespace
@@ -156,11 +174,7 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   const PlanResult<double> teacher = sinkhornAttention(input, settings.teacher);
   r.teacherPlan = teacher.plan.dense();
   r.teacherErrors = teacher.errors;
-  // The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u
-  // of a column-ending teacher, or after step T − 2 (row-ending).
-  SinkhornParams extraction = settings.teacher;
-  extraction.T -= 2;
-  const VecD dual = r.closing == Closing::Column ? teacher.u : sinkhornAttention(input, extraction).u;
+  const VecD dual = r.closing == Closing::Column ? teacher.u : closureReadyDual(input, settings.teacher);
 
   r.slices = sliceDirections({Slicer::Random, settings.L, settings.seed, {}}, input.headDim());
   const FitInstance instance{input.Q, input.K, dual, input.mask};
@@ -196,6 +210,16 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   }
   addTokenDiagnostics(input, dual, r);
   return r;
+}
+
+SliceSweep sweepSlices(const AttentionInput<double>& input, const AsapInspectionSettings& settings) {
+  checkSettings(input, settings);
+  if (!uniformMarginals(input, settings)) return {};
+  // One bank of the largest size: its first L rows are the L-slice bank (slicers.h), so one set of features
+  // serves every fit.
+  const int largest = std::max(kSweepMaxSlices, settings.L);
+  const TokenProblem problem = tokenProblem(input, closureReadyDual(input, settings.teacher), settings, largest);
+  return sweepOnTokensInUse(problem.example, problem.teacherDual, settings);
 }
 
 SliceInspection inspectSlice(const AttentionInput<double>& input, const AsapInspection& inspection, int slice) {

@@ -76,9 +76,6 @@ struct AsapInspection {
   // The B.34 row-error bound of two-sided ASAP (asap_bounds.h), on the tokens in use: every ASAP row sum of
   // A lies in 1 ± η. Only for column closing (row closing makes rows exact), and not under keep-queries padding.
   std::optional<TwoSidedRowBound> rowBound;
-  // Slice counts of the sweep: powers of two up to kSweepMaxSlices, and the fit's own L.
-  static constexpr int kSweepMaxSlices = 128;
-  SliceSweep sweep;  // empty under keep-queries padding
 
   // Plan ratios P^ASAP-0 / P^teacher lie in [1/bound, bound] with bound = e^{2δ/eps} (dual stability, B.8).
   double planRatioBound() const;
@@ -87,6 +84,13 @@ struct AsapInspection {
 // InvalidArgument for a teacher with T < 2 (plain softmax: nothing to fit), L < 1, λ_B < 0, or an input with
 // n_q ≠ n_k (the fit needs self-attention).
 AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspectionSettings& settings);
+
+// The slice sweep for these settings on this input: slice counts 1, 2, 4, …, kSweepMaxSlices and settings.L (without
+// a ridge only those up to tokens − 1, which the centred features can determine). A refit and a 33-point KL path
+// per count, so the view runs it after drawing the fit. Empty under keep-queries padding (the bounds assume
+// uniform marginals); InvalidArgument as inspectAsap.
+constexpr int kSweepMaxSlices = 128;
+SliceSweep sweepSlices(const AttentionInput<double>& input, const AsapInspectionSettings& settings);
 
 // The 1-D optimal-transport problem along one slice θ (docs/operators/asap.md#features), on the tokens in use.
 struct SliceInspection {

@@ -196,13 +196,16 @@ TEST(AsapInspection, MarginalsAreThePlansSumsAndAsapRowsStayWithinTheB34Bound) {
 }
 
 TEST(AsapInspection, SliceSweepRefitsWithTheFirstSlicesOfTheBank) {
-  const AsapInspection r = inspectAsap(randomInput(48, 8, 5), settings(4, 12, 0.7));
-  const SliceSweep& s = r.sweep;
+  const AttentionInput<double> in = randomInput(48, 8, 5);
+  const AsapInspection r = inspectAsap(in, settings(4, 12, 0.7));
+  const SliceSweep s = sweepSlices(in, settings(4, 12, 0.7));
   ASSERT_EQ(s.slices, (std::vector<int>{1, 2, 4, 8, 12, 16, 32, 64, 128}));
   ASSERT_EQ(s.kl.size(), s.slices.size());
   // The sweep's fit at the view's own L is the view's fit.
   const size_t own = 4;
   EXPECT_NEAR(s.r2[own], r.quality.r2, 1e-12);
+  EXPECT_NEAR(sweepSlices(in, settings(5, 12, 0.7)).r2[own], inspectAsap(in, settings(5, 12, 0.7)).quality.r2, 1e-12)
+      << "a row-ending teacher: the dual after T − 2 steps, as the fit";
   EXPECT_NEAR(s.residualMeanSquare[own], r.quality.residualMeanSquare, 1e-12);
   for (size_t k = 0; k < s.slices.size(); ++k) {
     const OneSidedKl& kl = s.kl[k];
@@ -219,12 +222,12 @@ TEST(AsapInspection, SliceSweepRefitsWithTheFirstSlicesOfTheBank) {
 TEST(AsapInspection, WithoutRidgeTheSweepsRiskFallsWithL) {
   AsapInspectionSettings s = settings(4, 16);
   s.lambdaB = 0;
-  const AsapInspection r = inspectAsap(randomInput(40, 8, 9), s);
+  const SliceSweep sweep = sweepSlices(randomInput(40, 8, 9), s);
   // Nested features and no ridge: more slices can only lower the least-squares risk; counts beyond the rank of
   // the centred features (39) are left out.
-  EXPECT_EQ(r.sweep.slices.back(), 32);
-  for (size_t k = 1; k < r.sweep.slices.size(); ++k)
-    EXPECT_LE(r.sweep.residualMeanSquare[k], r.sweep.residualMeanSquare[k - 1] * (1 + 1e-9)) << r.sweep.slices[k];
+  EXPECT_EQ(sweep.slices.back(), 32);
+  for (size_t k = 1; k < sweep.slices.size(); ++k)
+    EXPECT_LE(sweep.residualMeanSquare[k], sweep.residualMeanSquare[k - 1] * (1 + 1e-9)) << sweep.slices[k];
 }
 
 TEST(AsapInspection, KeepQueriesPaddingLeavesTheUniformMarginalDiagnosticsOut) {
@@ -235,7 +238,7 @@ TEST(AsapInspection, KeepQueriesPaddingLeavesTheUniformMarginalDiagnosticsOut) {
   keep.teacher.maskMode = MaskMode::KeepQueries;
   const AsapInspection r = inspectAsap(in, keep);
   EXPECT_FALSE(r.rowBound.has_value());
-  EXPECT_TRUE(r.sweep.slices.empty());
+  EXPECT_TRUE(sweepSlices(in, keep).slices.empty());
 }
 
 }  // namespace
