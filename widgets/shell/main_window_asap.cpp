@@ -110,7 +110,10 @@ void MainWindow::finishCompile(const AsapCompileOutcome& outcome) {
   compiledOperator_ = outcome.message.toStdString();
   compiledLayers_ = outcome.layers;
   std::sort(compiledLayers_.begin(), compiledLayers_.end());
-  useCompiledAction_->setText(tr("&Use the compiled ASAP layers (%1)").arg(layerList(compiledLayers_)));
+  const int numLayers = last_ && last_->model ? last_->model->config.numLayers : 0;
+  useCompiledAction_->setText(tr("&Use the compiled ASAP layers (%1)")
+                                  .arg(int(compiledLayers_.size()) == numLayers ? tr("all %1").arg(numLayers)
+                                                                                 : layerList(compiledLayers_)));
   statusBar()->showMessage(tr("Compiled layers %1 into %2").arg(layerList(compiledLayers_)).arg(dir), 10000);
   // Swapped in only while the window still shows that checkpoint.
   const bool sameCheckpoint =

@@ -88,6 +88,7 @@ TEST_F(AsapCompileTest, TheDialogCompilesWritesAndSwapsTheCompiledLayersIn) {
   const SessionResult r = *window_->lastResult();
   EXPECT_EQ(r.swappedLayers, (std::vector<int>{0, 1}));
   EXPECT_TRUE(window_->findChild<QAction*>("useCompiledAsap")->isChecked());
+  EXPECT_TRUE(window_->findChild<QAction*>("useCompiledAsap")->text().contains("all 2"));
   const VitRunner runner = VitRunner::open(checkpoint_);
   const VitTrace own = runner.run(loadModelImage(r.session.source.model.image, runner.config()).pixels);
   const OperatorSpec spec = OperatorRegistry::builtin().parse(op);
