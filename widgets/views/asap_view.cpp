@@ -61,15 +61,15 @@ QCPGraph* addPoints(QCPAxisRect* rect, const QColor& color, double size) {
   return g;
 }
 
-// Below the panel (its cell's row 2), two entries a row: inside a small panel a legend would hide the data.
-void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items) {
+// Below the panel (its cell's row 2), `perRow` entries a row: inside a small panel a legend would hide the data.
+void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items, int perRow = 2) {
   auto* cell = static_cast<QCPLayoutGrid*>(rect->layout());
   auto* legend = new QCPLegend;
   cell->addElement(2, 0, legend);
   legend->setFont(QFont("DejaVu Sans", 8));
   legend->setBorderPen(Qt::NoPen);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setWrap(2);
+  legend->setWrap(perRow);
   for (QCPAbstractPlottable* p : items) legend->addItem(new QCPPlottableLegendItem(legend, p));
   cell->setRowStretchFactors({0.01, 1, 0.01});
 }
@@ -160,7 +160,7 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   readout_->setTextFormat(Qt::RichText);
   layout->addWidget(readout_);
 
-  QCPLayoutGrid* grid = makePlot(content, tr("ASAP / sliced potentials"), QSize(900, 720), captionFont());
+  QCPLayoutGrid* grid = makePlot(content, tr("ASAP / sliced potentials"), QSize(900, 820), captionFont());
   plot_->setAutoAddPlottableToLegend(false);  // each panel has its own legend
   auto* top = new QCPLayoutGrid;
   auto* bottom = new QCPLayoutGrid;
@@ -244,7 +244,7 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   rowBandHigh_ = addLine(marginalRects_[0], QColor(200, 30, 30), Qt::DashLine);
   rowBandLow_->setName(tr("1 ± η (B.34)"));
   addLegendBelow(marginalRects_[0], {marginalGraphs_[0][0], marginalGraphs_[0][1], marginalGraphs_[0][2],
-                                     marginalGraphs_[0][3], rowBandLow_});
+                                     marginalGraphs_[0][3], rowBandLow_}, 3);
 
   // The slice sweep (§7.16 items 6 and 7): KLs between the one-sided plans and their bounds, and R², over L.
   klRect_ = addTitledRect(plot_, diagnostics, 2, tr("slices L"), tr("KL (one-sided plans)"), &klTitle_);
@@ -259,9 +259,9 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
     QString name;
   } curves[6] = {
       {r2Rect_, QColor(44, 160, 44), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("R²")},
-      {klRect_, rowColor(), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("forward KL(P^T‖P_β)")},
-      {klRect_, colColor(), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("reverse KL(P_β‖P^T)")},
-      {klRect_, QColor(90, 90, 90), Qt::DotLine, QCPScatterStyle::ssCircle, tr("½Σν sup Var (B.53)")},
+      {klRect_, rowColor(), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("forward KL")},
+      {klRect_, colColor(), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("reverse KL")},
+      {klRect_, QColor(90, 90, 90), Qt::DotLine, QCPScatterStyle::ssCircle, tr("variance (B.53)")},
       {klRect_, QColor(148, 103, 189), Qt::DashLine, QCPScatterStyle::ssCircle, tr("κ-bound (B.54)")},
       {klRect_, QColor(200, 30, 30), Qt::DashDotLine, QCPScatterStyle::ssSquare, tr("LS surrogate (B.70)")},
   };
@@ -269,10 +269,10 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
     sweepGraphs_[c] = addLineWithPoints(curves[c].rect, curves[c].color, curves[c].style, curves[c].shape);
     sweepGraphs_[c]->setName(curves[c].name);
   }
-  addLegendBelow(klRect_, {sweepGraphs_[1], sweepGraphs_[2], sweepGraphs_[3], sweepGraphs_[4], sweepGraphs_[5]});
-  diagnostics->setColumnStretchFactors({1.3, 1.3, 1.2, 0.8});
+  addLegendBelow(klRect_, {sweepGraphs_[1], sweepGraphs_[2], sweepGraphs_[3], sweepGraphs_[4], sweepGraphs_[5]}, 3);
+  diagnostics->setColumnStretchFactors({1.2, 1.1, 1.3, 1.0});
   diagnostics->setColumnSpacing(14);
-  grid->setRowStretchFactors({1, 1, 0.9});
+  grid->setRowStretchFactors({1, 1, 1.15});  // the bottom row's legends take some of its height
   layout->addWidget(plot_, 1);
   setContent(content);
   updateSliderLabels();
@@ -591,7 +591,7 @@ void AsapView::drawMarginals() {
                                     ? tr("row sums (row closing: ASAP's rows are exact,\nthe B.34 bound is for column closing)")
                                     : tr("row sums (no B.34 bound under keep-queries padding)"));
   }
-  marginalTitles_[1]->setText(tr("column sums (colours as the row sums)\nlargest |column − 1|: teacher %1, ASAP %2")
+  marginalTitles_[1]->setText(tr("column sums (colours as rows)\nlargest |col − 1|: teacher %1, ASAP %2")
                                   .arg(fit.teacherErrors.colMax, 0, 'g', 2).arg(fit.asapErrors.colMax, 0, 'g', 2));
   const double pad = 0.05 * std::max(hi - lo, 1e-3);
   for (int side = 0; side < 2; ++side) {
@@ -629,7 +629,7 @@ void AsapView::drawSweep() {
   }
   const int L = inspection_->settings.L;
   const size_t own = size_t(std::find(sweep.slices.begin(), sweep.slices.end(), L) - sweep.slices.begin());
-  klTitle_->setText(tr("one-sided plans, refitted per L (κ = %1)\nat L = %2: forward %3, reverse %4")
+  klTitle_->setText(tr("teacher P^T vs ASAP-0 P_β, refitted per L (κ = %1)\nat L = %2: forward %3, reverse %4")
                         .arg(sweep.kappa, 0, 'g', 3).arg(L).arg(sweep.kl[own].forward, 0, 'g', 2)
                         .arg(sweep.kl[own].reverse, 0, 'g', 2));
   r2Title_->setText(tr("slice-count ablation\nR² = %1 at L = %2").arg(sweep.r2[own], 0, 'f', 3).arg(L));

@@ -5,6 +5,9 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QSlider>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QCoreApplication>
 #include <algorithm>
 #include <sstream>
 #include <gtest/gtest.h>
@@ -160,6 +163,9 @@ TEST_F(AsapViewTest, SweepPanelsDrawTheCoresKlDiagnostics) {
   ASSERT_EQ(core.slices, sweep.slices);
   for (size_t k = 0; k < sweep.slices.size(); ++k) EXPECT_EQ(core.kl[k].forward, sweep.kl[k].forward);
   window_->grab().save(QString::fromStdString(test::outputDir() + "/asap_view_window.png"));
+  for (QScrollArea* a : view_->findChildren<QScrollArea*>()) a->verticalScrollBar()->setValue(a->verticalScrollBar()->maximum());
+  QCoreApplication::processEvents();
+  window_->grab().save(QString::fromStdString(test::outputDir() + "/asap_view_window_bottom.png"));
 }
 
 TEST_F(AsapViewTest, OtherPrimaryOperatorGetsAMessage) {
