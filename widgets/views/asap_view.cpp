@@ -685,6 +685,31 @@ void AsapView::exportFigure(const std::string& path, const std::string& format,
   csv << "token,teacher_dual,fitted_dual,error\n";
   for (Eigen::Index i = 0; i < fit.fitted.size(); ++i)
     csv << i << ',' << fit.target(i) << ',' << fit.fitted(i) << ',' << fit.fitted(i) - fit.target(i) << '\n';
+
+  // The marginal panels: every token of the input (padded ones sum to 0).
+  const PlanMarginals sums[5] = {planMarginals(fit.teacherPlan), planMarginals(fit.asapPlan),
+                                 planMarginals(fit.asap0Plan), planMarginals(fit.shortPlans[0]),
+                                 planMarginals(fit.shortPlans[1])};
+  csv << "\n# row and column sums of A = n*P";
+  if (fit.rowBound) csv << "; ASAP rows within 1 +- eta, eta=" << fit.rowBound->eta << " (B.34)";
+  csv << "\ntoken,teacher_row,asap_row,asap0_row,tb1_row,tb3_row,teacher_col,asap_col,asap0_col,tb1_col,tb3_col\n";
+  for (Eigen::Index i = 0; i < sums[0].rows.size(); ++i) {
+    csv << i;
+    for (const PlanMarginals& m : sums) csv << ',' << m.rows(i);
+    for (const PlanMarginals& m : sums) csv << ',' << m.cols(i);
+    csv << '\n';
+  }
+  // The sweep panels, once the sweep is in.
+  if (sweep_ && !sweep_->slices.empty()) {
+    csv << "\n# slice sweep: KL between the one-sided plans of the teacher and ASAP-0, kappa=" << sweep_->kappa
+        << "\nL,r2,residual_mean_square,forward_kl,reverse_kl,variance_bound,pair_kappa,kappa_bound,ls_surrogate\n";
+    for (size_t k = 0; k < sweep_->slices.size(); ++k) {
+      const OneSidedKl& kl = sweep_->kl[k];
+      csv << sweep_->slices[k] << ',' << sweep_->r2[k] << ',' << sweep_->residualMeanSquare[k] << ',' << kl.forward
+          << ',' << kl.reverse << ',' << kl.varianceBound << ',' << kl.kappa << ',' << kl.kappaBound << ','
+          << sweep_->lsSurrogate[k] << '\n';
+    }
+  }
   writeFileAtomically(path, csv.str());
 }
 

@@ -192,7 +192,8 @@ TEST(AsapViewRender, RenderWritesTheFigureAndTheDualTable) {
   for (const std::string format : {"png", "svg", "pdf"})
     EXPECT_TRUE(test::isFigure(test::readBytes(dir + "/asap." + format), format, session.exportSettings)) << format;
   const std::string csv = test::readBytes(dir + "/asap.csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2 + 40);
+  // Duals (header + 40 tokens), marginals (blank, header + 40), sweep (blank, header + L = 1, 2, 4, 6, … 128).
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2 + 40 + 3 + 40 + 3 + 9);
   AsapInspectionSettings s;
   s.teacher.T = 4;
   s.teacher.eps = 0.5;
@@ -202,6 +203,13 @@ TEST(AsapViewRender, RenderWritesTheFigureAndTheDualTable) {
   r2.precision(17);
   r2 << "r2=" << core.quality.r2;
   EXPECT_NE(csv.find(r2.str()), std::string::npos) << csv.substr(0, 200);
+  // The sweep's row at the view's L carries the core's numbers.
+  const SliceSweep sweep = sweepSlices(*result.input, s);
+  std::ostringstream row;
+  row.precision(17);
+  row << "\n6," << sweep.r2[3] << ',' << sweep.residualMeanSquare[3] << ',' << sweep.kl[3].forward << ',';
+  EXPECT_EQ(sweep.slices[3], 6);
+  EXPECT_NE(csv.find(row.str()), std::string::npos) << csv.substr(csv.rfind("# slice sweep"));
 }
 
 }  // namespace
