@@ -3,8 +3,10 @@
 // input, a sliced-potential fit of its dual on that input alone (docs/operators/asap.md#fitting), the fit's R²
 // and δ, the features Φ, and the teacher, two-sided ASAP and ASAP-0 plans; and, for one slice θ, the 1-D
 // problem behind its feature column (docs/operators/asap.md#features); the short-budget Sinkhorn baselines T_b = 1
-// and 3; and the Sinkhorn trajectory started cold and warm from ASAP's predicted dual. Small by design: one
-// instance, a few dozen slices, so a view can refit it whenever a slider moves.
+// and 3; the Sinkhorn trajectory started cold and warm from ASAP's predicted dual; the plans' row and column sums
+// and ASAP's row-error bound η (docs/operators/asap.md#bounds). Small by design: one instance, a few dozen
+// slices, so a view can refit it whenever a slider moves. The costlier sweep over the number of slices (R² and
+// the KL diagnostics) is sweepSlices, run after it.
 #include <cstdint>
 #include <optional>
 #include <vector>
