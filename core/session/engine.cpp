@@ -75,7 +75,8 @@ void analyseComparison(SessionResult& r, Feedback& feedback) {
 // The model again with the primary operator in place of its normaliser where the session's scope says.
 void swapIntoModel(SessionResult& r, Feedback& feedback) {
   const ModelSourceSpec& source = r.session.source.model;
-  r.swappedLayers = swappedLayers(r.session.swapScope, source.layer, int(r.model->trace.layers.size()));
+  r.swappedLayers =
+      swappedLayers(r.session.swapScope, source.layer, int(r.model->trace.layers.size()), r.session.swapLayers);
   if (r.swappedLayers.empty()) return;
   std::map<int, OperatorSpec> swaps;
   for (int layer : r.swappedLayers) swaps[layer] = r.session.operators.front();

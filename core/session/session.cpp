@@ -1,5 +1,6 @@
 #include "session/session.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
@@ -20,9 +21,10 @@ Precision parsePrecision(const std::string& text) {
 const char* precisionName(Precision p) { return p == Precision::F64 ? "f64" : "f32"; }
 
 SwapScope parseSwapScope(const std::string& text) {
-  for (SwapScope scope : {SwapScope::None, SwapScope::Layer, SwapScope::FromLayer, SwapScope::AllLayers})
+  for (SwapScope scope :
+       {SwapScope::None, SwapScope::Layer, SwapScope::FromLayer, SwapScope::AllLayers, SwapScope::Listed})
     if (text == swapScopeName(scope)) return scope;
-  throw InvalidArgument("swap '" + text + "' is not valid; expected none, layer, from-layer or all-layers");
+  throw InvalidArgument("swap '" + text + "' is not valid; expected none, layer, from-layer, all-layers or listed");
 }
 
 const char* swapScopeName(SwapScope scope) {
@@ -31,11 +33,19 @@ const char* swapScopeName(SwapScope scope) {
     case SwapScope::Layer: return "layer";
     case SwapScope::FromLayer: return "from-layer";
     case SwapScope::AllLayers: return "all-layers";
+    case SwapScope::Listed: return "listed";
   }
   return "none";
 }
 
-std::vector<int> swappedLayers(SwapScope scope, int layer, int numLayers) {
+std::vector<int> swappedLayers(SwapScope scope, int layer, int numLayers, const std::vector<int>& listed) {
+  if (scope == SwapScope::Listed) {
+    for (int l : listed)
+      if (l < 0 || l >= numLayers)
+        throw InvalidArgument("swap_layers names layer " + std::to_string(l) + ", but the model has " +
+                              std::to_string(numLayers) + " layers (0 to " + std::to_string(numLayers - 1) + ")");
+    return listed;
+  }
   std::vector<int> layers;
   const int first = scope == SwapScope::AllLayers ? 0 : layer;
   const int last = scope == SwapScope::Layer ? layer : numLayers - 1;
@@ -175,10 +185,25 @@ void validateExportSettings(const ExportSettings& e) {
                           std::to_string(kLargestSide) + " pixels");
 }
 
+// swap_layers: distinct layer indices ≥ 0, returned ascending.
+std::vector<int> readSwapLayers(const json& j) {
+  if (!j.is_array()) throw InvalidArgument("swap_layers must be a list of layer indices, e.g. [0, 2]");
+  std::vector<int> layers;
+  for (const json& e : j) {
+    if (!e.is_number_integer() || e.get<long long>() < 0 || e.get<long long>() > 1'000'000)
+      throw InvalidArgument("swap_layers must list layer indices ≥ 0; got " + e.dump());
+    layers.push_back(e.get<int>());
+  }
+  std::sort(layers.begin(), layers.end());
+  if (std::adjacent_find(layers.begin(), layers.end()) != layers.end())
+    throw InvalidArgument("swap_layers lists a layer twice: " + j.dump());
+  return layers;
+}
+
 json toJsonWithBase(const Session& s, const std::string& baseDir) {
   json ops = json::array();
   for (const auto& op : s.operators) ops.push_back({{"family", op.family}, {"params", paramsToJson(op.params)}});
-  return {{"format", Session::kFormatName},
+  json j = {{"format", Session::kFormatName},
           {"version", Session::kFormatVersion},
           {"source", sourceToJson(s.source, baseDir)},
           {"precision", precisionName(s.precision)},
@@ -193,6 +218,8 @@ json toJsonWithBase(const Session& s, const std::string& baseDir) {
             {"width", s.exportSettings.width},
             {"height", s.exportSettings.height},
             {"scale", s.exportSettings.scale}}}};
+  if (s.swapScope == SwapScope::Listed) j["swap_layers"] = s.swapLayers;
+  return j;
 }
 
 }  // namespace
@@ -225,6 +252,9 @@ Session Session::fromJson(const json& j, const std::string& baseDir) {
     if (s.operators.empty()) throw InvalidArgument("session lists no operators");
     s.views = j.value("views", s.views);
     s.swapScope = parseSwapScope(j.value("swap", std::string(swapScopeName(SwapScope::Layer))));
+    s.swapLayers = readSwapLayers(j.value("swap_layers", json::array()));
+    if (s.swapScope == SwapScope::Listed && s.swapLayers.empty())
+      throw InvalidArgument("swap \"listed\" needs swap_layers, the layers to swap into (e.g. [0, 2])");
     s.viewState = j.value("view_state", json::object());
     if (j.contains("rank_decay")) {
       s.rankDecay = rankdecay::RankDecaySettings::fromJson(j["rank_decay"]);

@@ -21,11 +21,15 @@ double unitRoundoff(Precision p);
 
 // Model sources: where the primary operator replaces the model's own normaliser for the [CLS] maps and the
 // prediction. The operators always run on the source's layer and head; this says which layers of the model
-// are re-run with operators[0] in place: none, the source's layer, it and every later one, or all.
-enum class SwapScope { None, Layer, FromLayer, AllLayers };
-SwapScope parseSwapScope(const std::string& text);  // "none" | "layer" | "from-layer" | "all-layers"
+// are re-run with operators[0] in place: none, the source's layer, it and every later one, all, or the layers
+// listed in Session::swapLayers (a compiled model that covers only some layers swaps into exactly those).
+enum class SwapScope { None, Layer, FromLayer, AllLayers, Listed };
+// "none" | "layer" | "from-layer" | "all-layers" | "listed"
+SwapScope parseSwapScope(const std::string& text);
 const char* swapScopeName(SwapScope scope);
-std::vector<int> swappedLayers(SwapScope scope, int layer, int numLayers);
+// Ascending. `listed` is Session::swapLayers, used by SwapScope::Listed only; InvalidArgument when it names a
+// layer the model does not have.
+std::vector<int> swappedLayers(SwapScope scope, int layer, int numLayers, const std::vector<int>& listed = {});
 
 struct ExportSettings {
   std::vector<std::string> formats{"png", "svg", "pdf"};
@@ -44,6 +48,7 @@ struct Session {
   DeviceChoice device = DeviceChoice::Cpu;
   std::vector<OperatorSpec> operators;  // operators[0] is the primary one; more for compare mode
   SwapScope swapScope = SwapScope::Layer;  // model sources only
+  std::vector<int> swapLayers;             // scope "listed": these layers, ascending and distinct
   std::vector<std::string> views{"plan", "convergence", "cloud3d"};
   nlohmann::json viewState = nlohmann::json::object();  // per-view blocks, written by widgets
   // What the Rank decay view computes (with `operators`), when `views` lists "rank_decay".

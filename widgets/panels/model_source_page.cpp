@@ -14,6 +14,7 @@
 
 #include "widgets/panels/image_strip.h"
 #include "widgets/shell/checkpoint_files.h"
+#include "widgets/views/model_captions.h"
 
 namespace tl {
 namespace {
@@ -59,7 +60,8 @@ ModelSourcePage::ModelSourcePage(QWidget* parent) : QWidget(parent) {
   for (const ScopeChoice& c : kScopes) swap_->addItem(tr(c.label), swapScopeName(c.scope));
   swap_->setToolTip(tr("Where the primary operator (Operator panel) replaces the model's own normaliser when the "
                        "model is re-run for the [CLS] maps and the prediction: nowhere, at the chosen layer only, "
-                       "at it and every later layer, or at every layer. The plan view always shows the operator "
+                       "at it and every later layer, at every layer, or (once a session or a compiled ASAP model lists "
+                       "them) at the listed layers. The plan view always shows the operator "
                        "on the chosen layer and head."));
   form->addRow(tr("swap"), swap_);
   form->addRow(tr("image"), makeImageRow());
@@ -146,8 +148,17 @@ void ModelSourcePage::setSpec(const ModelSourceSpec& spec) {
   showImage();
 }
 
-void ModelSourcePage::setSwapScope(SwapScope scope) {
+void ModelSourcePage::setSwapScope(SwapScope scope, const std::vector<int>& listed) {
   const QSignalBlocker block(swap_);
+  const QString listedName = swapScopeName(SwapScope::Listed);
+  if (scope == SwapScope::Listed) {
+    const QString label = tr("layers %1").arg(layerList(listed));
+    const int at = swap_->findData(listedName);
+    if (at < 0)
+      swap_->addItem(label, listedName);
+    else
+      swap_->setItemText(at, label);
+  }
   swap_->setCurrentIndex(swap_->findData(swapScopeName(scope)));
 }
 

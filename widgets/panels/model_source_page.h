@@ -28,7 +28,9 @@ class ModelSourcePage : public QWidget {
   void setSpec(const ModelSourceSpec& spec);  // shows it without emitting
   const ModelSourceSpec& spec() const { return spec_; }
   bool complete() const { return !spec_.checkpoint.empty(); }
-  void setSwapScope(SwapScope scope);  // shows it without emitting
+  // Shows it without emitting; `listed` (Session::swapLayers) names the choice for SwapScope::Listed, which the
+  // menu offers only once a session or a compiled model has listed layers.
+  void setSwapScope(SwapScope scope, const std::vector<int>& listed = {});
   SwapScope swapScope() const;
 
   // A run of this page's checkpoint: bounds the layer and head pickers by its model, shows how it describes

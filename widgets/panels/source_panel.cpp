@@ -217,7 +217,9 @@ void SourcePanel::useImageFile(const QString& path) {
   editModelPage([this, &path] { modelPage_->useImageFile(path); });
 }
 
-void SourcePanel::setSwapScope(SwapScope scope) { modelPage_->setSwapScope(scope); }
+void SourcePanel::setSwapScope(SwapScope scope, const std::vector<int>& listed) {
+  modelPage_->setSwapScope(scope, listed);
+}
 
 void SourcePanel::showModel(const ModelRun* run) {
   if (run) modelPage_->showModel(*run);

@@ -36,7 +36,7 @@ class SourcePanel : public QWidget {
   void openCheckpoint();
   void useCheckpoint(const QString& path);
   void useImageFile(const QString& path);  // runs once a checkpoint is named
-  void setSwapScope(SwapScope scope);      // shows it without emitting
+  void setSwapScope(SwapScope scope, const std::vector<int>& listed = {});  // shows it without emitting
   // The result's model run (nullptr: none) bounds the layer and head pickers.
   void showModel(const ModelRun* run);
   ModelSourcePage* modelPage() const { return modelPage_; }

@@ -276,7 +276,7 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   setWindowTitle(path.isEmpty() ? "TransportLens" : "TransportLens — " + path);
   includeModelViews(session_);
   sourcePanel_->setSource(session_.source);
-  sourcePanel_->setSwapScope(session_.swapScope);
+  sourcePanel_->setSwapScope(session_.swapScope, session_.swapLayers);
   if (session_.operators.empty()) session_.operators.push_back(operatorPanel_->spec());
   operatorPanel_->setOperators(session_.operators);
   operatorPanel_->setPrecision(session_.precision);

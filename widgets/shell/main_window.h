@@ -64,8 +64,9 @@ class MainWindow : public QMainWindow {
   // and `swapIn` holds (main_window_asap.cpp).
   void compileAsap(const AsapCompileOptions& options, bool swapIn);
   bool compilingAsap() const { return compiling_ != nullptr; }
-  // Model › Use the compiled ASAP layers: on, the primary operator becomes the compiled model (swapped into the
-  // compiled layers); off, the operators and swap scope from before come back.
+  // Model › Use the compiled ASAP layers: on, the primary operator becomes the compiled model, swapped into every
+  // compiled layer (scope "listed" when they are not all; the status bar says which, as does the menu entry);
+  // off, the operators and swap scope from before come back.
   void useCompiledAsap(bool on);
 
  signals:
@@ -110,6 +111,8 @@ class MainWindow : public QMainWindow {
   void finishCompile(const AsapCompileOutcome& outcome);
   // Another checkpoint (or no model) cannot run this compiled model: the trained operators come back.
   void stopUsingCompiledAsapOn(const SourceSpec& source);
+  void restoreTrainedOperator();  // the operators and swap scope from before the swap-in, in the session
+  QString swappedInMessage(int numLayers) const;
   void showError(quint64 requestId, const QString& message);
   void reportError(const QString& what, const QString& message);
 
@@ -159,6 +162,7 @@ class MainWindow : public QMainWindow {
   std::vector<int> compiledLayers_;
   std::vector<OperatorSpec> trainedOperators_;  // what the swap-in replaced
   SwapScope trainedScope_ = SwapScope::Layer;
+  std::vector<int> trainedSwapLayers_;
 };
 
 }  // namespace tl

@@ -18,6 +18,7 @@
 #include "widgets/panels/source_panel.h"
 #include "widgets/shell/asap_compile_dialog.h"
 #include "widgets/shell/main_window.h"
+#include "widgets/views/model_captions.h"
 
 namespace tl {
 
@@ -108,7 +109,12 @@ void MainWindow::finishCompile(const AsapCompileOutcome& outcome) {
   compiledFor_ = outcome.checkpoint;
   compiledOperator_ = outcome.message.toStdString();
   compiledLayers_ = outcome.layers;
-  statusBar()->showMessage(tr("Compiled %1 layer(s) into %2").arg(compiledLayers_.size()).arg(dir), 10000);
+  std::sort(compiledLayers_.begin(), compiledLayers_.end());
+  const int numLayers = last_ && last_->model ? last_->model->config.numLayers : 0;
+  useCompiledAction_->setText(tr("&Use the compiled ASAP layers (%1)")
+                                  .arg(int(compiledLayers_.size()) == numLayers ? tr("all %1").arg(numLayers)
+                                                                                 : layerList(compiledLayers_)));
+  statusBar()->showMessage(tr("Compiled layers %1 into %2").arg(layerList(compiledLayers_)).arg(dir), 10000);
   // Swapped in only while the window still shows that checkpoint.
   const bool sameCheckpoint =
       session_.source.kind == SourceSpec::Kind::Model && session_.source.model.checkpoint == compiledFor_;
@@ -122,12 +128,25 @@ void MainWindow::finishCompile(const AsapCompileOutcome& outcome) {
 void MainWindow::stopUsingCompiledAsapOn(const SourceSpec& source) {
   if (!useCompiledAction_->isChecked() || trainedOperators_.empty()) return;
   if (source.kind == SourceSpec::Kind::Model && source.model.checkpoint == compiledFor_) return;
+  restoreTrainedOperator();
+  operatorPanel_->setOperators(session_.operators);
+  sourcePanel_->setSwapScope(session_.swapScope, session_.swapLayers);
+}
+
+void MainWindow::restoreTrainedOperator() {
   session_.operators = trainedOperators_;
   session_.swapScope = trainedScope_;
+  session_.swapLayers = trainedSwapLayers_;
   trainedOperators_.clear();
   useCompiledAction_->setChecked(false);
-  operatorPanel_->setOperators(session_.operators);
-  sourcePanel_->setSwapScope(session_.swapScope);
+  statusBar()->showMessage(tr("The compiled ASAP layers are swapped out"), 10000);
+}
+
+QString MainWindow::swappedInMessage(int numLayers) const {
+  if (int(compiledLayers_.size()) == numLayers)
+    return tr("Compiled ASAP swapped into all %1 layers").arg(numLayers);
+  return tr("Compiled ASAP swapped into layers %1; the other layers keep the trained operator")
+      .arg(layerList(compiledLayers_));
 }
 
 void MainWindow::useCompiledAsap(bool on) {
@@ -140,24 +159,28 @@ void MainWindow::useCompiledAsap(bool on) {
   if (on) {
     trainedOperators_ = session_.operators;
     trainedScope_ = session_.swapScope;
+    trainedSwapLayers_ = session_.swapLayers;
     session_.operators.front() = OperatorRegistry::builtin().parse(compiledOperator_);
     const int numLayers = last_ && last_->model ? last_->model->config.numLayers : 0;
     if (int(compiledLayers_.size()) == numLayers) {
       session_.swapScope = SwapScope::AllLayers;
-    } else {  // some layers only: the source's layer when it is compiled, else the first compiled one
-      session_.swapScope = SwapScope::Layer;
+    } else {
+      // Some layers only: exactly those take the compiled operator, the others keep the trained one. The plan
+      // shows the compiled operator on the source's layer, so that moves to the first compiled layer when it is
+      // not one.
+      session_.swapScope = SwapScope::Listed;
+      session_.swapLayers = compiledLayers_;
       if (std::find(compiledLayers_.begin(), compiledLayers_.end(), session_.source.model.layer) == compiledLayers_.end()) {
         session_.source.model.layer = compiledLayers_.front();
         sourcePanel_->setSource(session_.source);
       }
     }
+    statusBar()->showMessage(swappedInMessage(numLayers), 10000);
   } else {
-    session_.operators = trainedOperators_;
-    session_.swapScope = trainedScope_;
-    trainedOperators_.clear();
+    restoreTrainedOperator();
   }
   operatorPanel_->setOperators(session_.operators);
-  sourcePanel_->setSwapScope(session_.swapScope);
+  sourcePanel_->setSwapScope(session_.swapScope, session_.swapLayers);
   submit();
 }
 

@@ -47,6 +47,13 @@ QCPGraph* addLine(QCPAxisRect* rect, const QColor& color, Qt::PenStyle style = Q
   return g;
 }
 
+QCPGraph* addLineWithPoints(QCPAxisRect* rect, const QColor& color, Qt::PenStyle style,
+                            QCPScatterStyle::ScatterShape shape) {
+  QCPGraph* g = addLine(rect, color, style);
+  g->setScatterStyle(QCPScatterStyle(shape, 4));
+  return g;
+}
+
 QCPGraph* addPoints(QCPAxisRect* rect, const QColor& color, double size) {
   auto* g = addLine(rect, color);
   g->setLineStyle(QCPGraph::lsNone);
@@ -54,20 +61,32 @@ QCPGraph* addPoints(QCPAxisRect* rect, const QColor& color, double size) {
   return g;
 }
 
-// Below the panel (its cell's row 2), two entries a row: inside a small panel a legend would hide the data.
-void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items) {
+// Below the panel (its cell's row 2), `perRow` entries a row: inside a small panel a legend would hide the data.
+void addLegendBelow(QCPAxisRect* rect, std::initializer_list<QCPAbstractPlottable*> items, int perRow = 2) {
   auto* cell = static_cast<QCPLayoutGrid*>(rect->layout());
   auto* legend = new QCPLegend;
   cell->addElement(2, 0, legend);
   legend->setFont(QFont("DejaVu Sans", 8));
   legend->setBorderPen(Qt::NoPen);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setWrap(2);
+  legend->setWrap(perRow);
   for (QCPAbstractPlottable* p : items) legend->addItem(new QCPPlottableLegendItem(legend, p));
   cell->setRowStretchFactors({0.01, 1, 0.01});
 }
 
 QVector<double> toQVector(const VecD& v) { return QVector<double>(v.data(), v.data() + v.size()); }
+
+// The four plans of the marginal panels, in AsapView::MarginalPlan order: teacher grey, T_b orange, ASAP green, ASAP-0 blue.
+const QColor kPlanColors[4] = {QColor(90, 90, 90), colColor(), QColor(44, 160, 44), rowColor()};
+
+// A log axis cannot show 0: a value at rounding is drawn at 1e-16.
+double onLogAxis(double value) { return std::max(value, 1e-16); }
+
+std::vector<std::pair<double, double>> graphPoints(const QCPGraph* graph) {
+  std::vector<std::pair<double, double>> points;
+  for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) points.emplace_back(it->key, it->value);
+  return points;
+}
 
 // Comparison maps: log ratios to the teacher of ASAP (0), ASAP-0 (1), Sinkhorn T_b (4); differences (2, 3, 5).
 // `shortIndex` picks T_b = 1 (0) or 3 (1).
@@ -82,6 +101,7 @@ MatD comparison(const AsapInspection& fit, int kind, int shortIndex) {
 
 AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   worker_.setMaxThreadCount(1);
+  sweepWorker_.setMaxThreadCount(1);
   auto* content = new QWidget(this);
   auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(2, 2, 2, 2);
@@ -140,12 +160,14 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   readout_->setTextFormat(Qt::RichText);
   layout->addWidget(readout_);
 
-  QCPLayoutGrid* grid = makePlot(content, tr("ASAP / sliced potentials"), QSize(900, 480), captionFont());
+  QCPLayoutGrid* grid = makePlot(content, tr("ASAP / sliced potentials"), QSize(900, 820), captionFont());
   plot_->setAutoAddPlottableToLegend(false);  // each panel has its own legend
   auto* top = new QCPLayoutGrid;
   auto* bottom = new QCPLayoutGrid;
   grid->addElement(0, 0, top);
   grid->addElement(1, 0, bottom);
+  auto* diagnostics = new QCPLayoutGrid;
+  grid->addElement(2, 0, diagnostics);
   grid->setRowSpacing(10);
 
   scatterRect_ = addTitledRect(plot_, top, 0, tr("teacher dual f̄_i (cost units, centred)"),
@@ -205,6 +227,52 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   for (MatrixMap* map : {&phiMap_, &teacherMap_, &shortMap_, &asapMap_, &asap0Map_, &comparisonMap_})
     map->title->setFont(panelTitleFont());
   bottom->setColumnSpacing(14);
+
+  // Marginals (§7.16 item 2): row and column sums of A = n·P per token, and ASAP's row band 1 ± η (B.34).
+  const QString planNames[4] = {tr("teacher"), tr("Sinkhorn T_b"), tr("ASAP"), tr("ASAP-0")};
+  for (int side = 0; side < 2; ++side) {
+    marginalRects_[side] = addTitledRect(plot_, diagnostics, side, side == 0 ? tr("query i") : tr("key j"),
+                                         side == 0 ? tr("row sum of A") : tr("column sum of A"),
+                                         &marginalTitles_[side]);
+    for (int k = 0; k < 4; ++k) {
+      marginalGraphs_[side][k] = addLineWithPoints(marginalRects_[side], kPlanColors[k], Qt::SolidLine,
+                                                   QCPScatterStyle::ssDisc);
+      marginalGraphs_[side][k]->setName(planNames[k]);
+    }
+  }
+  rowBandLow_ = addLine(marginalRects_[0], QColor(200, 30, 30), Qt::DashLine);
+  rowBandHigh_ = addLine(marginalRects_[0], QColor(200, 30, 30), Qt::DashLine);
+  rowBandLow_->setName(tr("1 ± η (B.34)"));
+  addLegendBelow(marginalRects_[0], {marginalGraphs_[0][0], marginalGraphs_[0][1], marginalGraphs_[0][2],
+                                     marginalGraphs_[0][3], rowBandLow_}, 3);
+
+  // The slice sweep (§7.16 items 6 and 7): KLs between the one-sided plans and their bounds, and R², over L.
+  klRect_ = addTitledRect(plot_, diagnostics, 2, tr("slices L"), tr("KL (one-sided plans)"), &klTitle_);
+  r2Rect_ = addTitledRect(plot_, diagnostics, 3, tr("slices L"), tr("R² of the dual fit"), &r2Title_);
+  for (QCPAxisRect* rect : {klRect_, r2Rect_}) makeLogAxis(rect->axis(QCPAxis::atBottom));
+  makeLogAxis(klRect_->axis(QCPAxis::atLeft));
+  const struct {
+    QCPAxisRect* rect;
+    QColor color;
+    Qt::PenStyle style;
+    QCPScatterStyle::ScatterShape shape;
+    QString name;
+  } curves[6] = {
+      {r2Rect_, QColor(44, 160, 44), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("R²")},
+      {klRect_, rowColor(), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("forward KL")},
+      {klRect_, colColor(), Qt::SolidLine, QCPScatterStyle::ssDisc, tr("reverse KL")},
+      {klRect_, QColor(90, 90, 90), Qt::DotLine, QCPScatterStyle::ssCircle, tr("variance (B.53)")},
+      {klRect_, QColor(148, 103, 189), Qt::DashLine, QCPScatterStyle::ssCircle, tr("κ-bound (B.54)")},
+      {klRect_, QColor(200, 30, 30), Qt::DashDotLine, QCPScatterStyle::ssSquare, tr("LS surrogate (B.70)")},
+  };
+  for (int c = 0; c < 6; ++c) {
+    sweepGraphs_[c] = addLineWithPoints(curves[c].rect, curves[c].color, curves[c].style, curves[c].shape);
+    sweepGraphs_[c]->setName(curves[c].name);
+  }
+  addLegendBelow(klRect_, {sweepGraphs_[1], sweepGraphs_[2], sweepGraphs_[3], sweepGraphs_[4], sweepGraphs_[5]}, 3);
+  diagnostics->setColumnStretchFactors({1.2, 1.1, 1.3, 1.0});
+  diagnostics->setColumnSpacing(14);
+  grid->setRowStretchFactors({1, 1, 1.15});  // the bottom row's legends take some of its height
   layout->addWidget(plot_, 1);
   setContent(content);
   updateSliderLabels();
@@ -223,13 +291,16 @@ AsapView::AsapView(QWidget* parent) : FamilyView(parent) {
   for (QComboBox* box : {comparisonBox_, shortBudgetBox_})
     connect(box, &QComboBox::currentIndexChanged, this, [this] {
       drawPlans();
+      drawMarginals();
       plot_->replot();
     });
 }
 
 AsapView::~AsapView() {
-  worker_.clear();
-  worker_.waitForDone();
+  for (QThreadPool* pool : {&worker_, &sweepWorker_}) {
+    pool->clear();
+    pool->waitForDone();
+  }
 }
 
 void AsapView::updateSliderLabels() {
@@ -253,7 +324,8 @@ void AsapView::setResult(std::shared_ptr<const SessionResult> result) {
 
 void AsapView::refit() {
   ++generation_;
-  worker_.clear();  // a queued fit for older settings is no longer wanted
+  worker_.clear();  // a queued fit or sweep for older settings is no longer wanted
+  sweepWorker_.clear();
   const OperatorRun* run = primaryRunOf(result_.get(), "sinkhorn");
   const uint64_t requestId = result_ ? result_->requestId : 0;
   QString why;
@@ -302,8 +374,39 @@ void AsapView::refit() {
 }
 
 void AsapView::finishPending() {
-  worker_.waitForDone();
-  QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
+  // The fit, then the sweep it starts when it is shown.
+  for (QThreadPool* pool : {&worker_, &sweepWorker_}) {
+    pool->waitForDone();
+    QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
+  }
+}
+
+void AsapView::startSweep() {
+  sweep_.reset();
+  drawSweep();
+  const uint64_t generation = generation_;
+  const AsapInspectionSettings settings = inspection_->settings;
+  auto input = fittedInput_;
+  sweepWorker_.start([this, input, settings, generation] {
+    std::shared_ptr<const SliceSweep> sweep;
+    QString error;  // the panels stay empty and say why
+    try {
+      sweep = std::make_shared<const SliceSweep>(sweepSlices(*input, settings));
+    } catch (const std::exception& e) {
+      sweep = std::make_shared<const SliceSweep>();
+      error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(
+        this,
+        [this, sweep, error, generation] {
+          if (generation != generation_) return;
+          sweep_ = sweep;
+          sweepError_ = error;
+          drawSweep();
+          plot_->replot(QCustomPlot::rpQueuedRefresh);
+        },
+        Qt::QueuedConnection);
+  });
 }
 
 void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t requestId) {
@@ -331,6 +434,8 @@ void AsapView::showFit(std::shared_ptr<const AsapInspection> fit, uint64_t reque
   drawSlice();
   drawPlans();
   drawTrajectories();
+  drawMarginals();
+  startSweep();
   plot_->replot(QCustomPlot::rpQueuedRefresh);
   emit redrawn(requestId);
 }
@@ -421,10 +526,9 @@ void AsapView::drawTrajectories() {
   const AsapInspection& fit = *inspection_;
   auto draw = [](QCPGraph* graph, const std::vector<double>& errors) {
     QVector<double> steps, values;
-    // A log axis cannot show 0: an exact step (error at rounding) is drawn at 1e-16.
     for (size_t t = 0; t < errors.size(); ++t) {
       steps << double(t + 1);
-      values << std::max(errors[t], 1e-16);
+      values << onLogAxis(errors[t]);
     }
     graph->setData(steps, values, true);
   };
@@ -449,10 +553,112 @@ void AsapView::drawTrajectories() {
 }
 
 std::vector<std::pair<double, double>> AsapView::trajectory(bool warm) const {
-  std::vector<std::pair<double, double>> points;
-  const QCPGraph* graph = warm ? warmStart_ : coldStart_;
-  for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) points.emplace_back(it->key, it->value);
-  return points;
+  return graphPoints(warm ? warmStart_ : coldStart_);
+}
+
+void AsapView::drawMarginals() {
+  if (!inspection_) return;
+  const AsapInspection& fit = *inspection_;
+  const int shortIndex = shortBudget() == 1 ? 0 : 1;
+  const MatD* plans[4] = {&fit.teacherPlan, &fit.shortPlans[shortIndex], &fit.asapPlan, &fit.asap0Plan};
+  double lo = 1, hi = 1;
+  for (int k = 0; k < 4; ++k) {
+    const PlanMarginals sums = planMarginals(*plans[k]);
+    for (int side = 0; side < 2; ++side) {
+      const VecD& v = side == 0 ? sums.rows : sums.cols;
+      const VecD tokens = VecD::LinSpaced(v.size(), 0, double(v.size() - 1));
+      marginalGraphs_[side][k]->setData(toQVector(tokens), toQVector(v), true);
+      lo = std::min(lo, v.minCoeff());
+      hi = std::max(hi, v.maxCoeff());
+    }
+  }
+  marginalGraphs_[0][1]->setName(tr("Sinkhorn T_b = %1").arg(shortBudget()));
+  const double n = double(fit.teacherPlan.rows());
+  const QVector<double> ends{-0.5, n - 0.5};
+  if (fit.rowBound) {
+    const double eta = fit.rowBound->eta;
+    rowBandLow_->setData(ends, {1 - eta, 1 - eta}, true);
+    rowBandHigh_->setData(ends, {1 + eta, 1 + eta}, true);
+    lo = std::min(lo, 1 - eta);
+    hi = std::max(hi, 1 + eta);
+    marginalTitles_[0]->setText(tr("row sums: ASAP within 1 ± η, η = %1 (B.34)\nlargest |row − 1|: ASAP %2, ASAP-0 %3")
+                                    .arg(eta, 0, 'g', 2).arg(fit.asapErrors.rowMax, 0, 'g', 2)
+                                    .arg(fit.asap0Errors.rowMax, 0, 'g', 2));
+  } else {
+    rowBandLow_->data()->clear();
+    rowBandHigh_->data()->clear();
+    marginalTitles_[0]->setText(fit.closing == Closing::Row
+                                    ? tr("row sums (row closing: ASAP's rows are exact,\nthe B.34 bound is for column closing)")
+                                    : tr("row sums (no B.34 bound under keep-queries padding)"));
+  }
+  marginalTitles_[1]->setText(tr("column sums (colours as rows)\nlargest |col − 1|: teacher %1, ASAP %2")
+                                  .arg(fit.teacherErrors.colMax, 0, 'g', 2).arg(fit.asapErrors.colMax, 0, 'g', 2));
+  const double pad = 0.05 * std::max(hi - lo, 1e-3);
+  for (int side = 0; side < 2; ++side) {
+    marginalRects_[side]->axis(QCPAxis::atBottom)->setRange(ends[0], ends[1]);
+    marginalRects_[side]->axis(QCPAxis::atLeft)->setRange(lo - pad, hi + pad);
+  }
+}
+
+void AsapView::drawSweep() {
+  static const SliceSweep kNone;
+  const SliceSweep& sweep = sweep_ ? *sweep_ : kNone;
+  QVector<double> slices;
+  for (int L : sweep.slices) slices << double(L);
+  QVector<double> values[6];
+  for (size_t k = 0; k < sweep.slices.size(); ++k) {
+    const OneSidedKl& kl = sweep.kl[k];
+    values[0] << sweep.r2[k];
+    values[1] << onLogAxis(kl.forward);
+    values[2] << onLogAxis(kl.reverse);
+    values[3] << onLogAxis(kl.varianceBound);
+    values[4] << onLogAxis(kl.kappaBound);
+    values[5] << onLogAxis(sweep.lsSurrogate[k]);
+  }
+  for (int c = 0; c < 6; ++c) sweepGraphs_[c]->setData(slices, values[c], true);
+  if (!sweep_) {
+    klTitle_->setText(tr("KL diagnostics: refitting for L = 1 … %1…").arg(kSweepMaxSlices));
+    r2Title_->setText(tr("slice-count ablation: refitting…"));
+    return;
+  }
+  if (sweep.slices.empty()) {
+    klTitle_->setText(sweepError_.isEmpty() ? tr("KL diagnostics: not drawn under keep-queries padding")
+                                            : tr("KL diagnostics: %1").arg(sweepError_));
+    r2Title_->setText(tr("slice-count ablation: not drawn"));
+    return;
+  }
+  const int L = inspection_->settings.L;
+  const size_t own = size_t(std::find(sweep.slices.begin(), sweep.slices.end(), L) - sweep.slices.begin());
+  klTitle_->setText(tr("teacher P^T vs ASAP-0 P_β, refitted per L (κ = %1)\nat L = %2: forward %3, reverse %4")
+                        .arg(sweep.kappa, 0, 'g', 3).arg(L).arg(sweep.kl[own].forward, 0, 'g', 2)
+                        .arg(sweep.kl[own].reverse, 0, 'g', 2));
+  r2Title_->setText(tr("slice-count ablation\nR² = %1 at L = %2").arg(sweep.r2[own], 0, 'f', 3).arg(L));
+  for (QCPAxisRect* rect : {klRect_, r2Rect_})
+    rect->axis(QCPAxis::atBottom)->setRange(slices.front() / 1.5, slices.back() * 1.5);
+  double lo = values[1][0], hi = lo;
+  for (int c = 1; c < 6; ++c)
+    for (double v : values[c]) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  klRect_->axis(QCPAxis::atLeft)->setRange(lo / 3, hi * 3);
+  const auto [r2Lo, r2Hi] = std::minmax_element(values[0].begin(), values[0].end());
+  r2Rect_->axis(QCPAxis::atLeft)->setRange(std::min(*r2Lo, 0.0) - 0.02, std::max(*r2Hi, 1.0) + 0.02);
+}
+
+std::vector<double> AsapView::drawnMarginals(bool rows, MarginalPlan plan) const {
+  std::vector<double> sums;
+  for (const auto& point : graphPoints(marginalGraphs_[rows ? 0 : 1][int(plan)])) sums.push_back(point.second);
+  return sums;
+}
+
+std::vector<double> AsapView::drawnRowBand() const {
+  if (rowBandLow_->data()->isEmpty()) return {};
+  return {rowBandLow_->data()->at(0)->value, rowBandHigh_->data()->at(0)->value};
+}
+
+std::vector<std::pair<double, double>> AsapView::drawnSweep(SweepCurve curve) const {
+  return graphPoints(sweepGraphs_[int(curve)]);
 }
 
 double AsapView::scatterR2() const {
@@ -479,6 +685,31 @@ void AsapView::exportFigure(const std::string& path, const std::string& format,
   csv << "token,teacher_dual,fitted_dual,error\n";
   for (Eigen::Index i = 0; i < fit.fitted.size(); ++i)
     csv << i << ',' << fit.target(i) << ',' << fit.fitted(i) << ',' << fit.fitted(i) - fit.target(i) << '\n';
+
+  // The marginal panels: every token of the input (padded ones sum to 0).
+  const PlanMarginals sums[5] = {planMarginals(fit.teacherPlan), planMarginals(fit.asapPlan),
+                                 planMarginals(fit.asap0Plan), planMarginals(fit.shortPlans[0]),
+                                 planMarginals(fit.shortPlans[1])};
+  csv << "\n# row and column sums of A = n*P";
+  if (fit.rowBound) csv << "; ASAP rows within 1 +- eta, eta=" << fit.rowBound->eta << " (B.34)";
+  csv << "\ntoken,teacher_row,asap_row,asap0_row,tb1_row,tb3_row,teacher_col,asap_col,asap0_col,tb1_col,tb3_col\n";
+  for (Eigen::Index i = 0; i < sums[0].rows.size(); ++i) {
+    csv << i;
+    for (const PlanMarginals& m : sums) csv << ',' << m.rows(i);
+    for (const PlanMarginals& m : sums) csv << ',' << m.cols(i);
+    csv << '\n';
+  }
+  // The sweep panels, once the sweep is in.
+  if (sweep_ && !sweep_->slices.empty()) {
+    csv << "\n# slice sweep: KL between the one-sided plans of the teacher and ASAP-0, kappa=" << sweep_->kappa
+        << "\nL,r2,residual_mean_square,forward_kl,reverse_kl,variance_bound,pair_kappa,kappa_bound,ls_surrogate\n";
+    for (size_t k = 0; k < sweep_->slices.size(); ++k) {
+      const OneSidedKl& kl = sweep_->kl[k];
+      csv << sweep_->slices[k] << ',' << sweep_->r2[k] << ',' << sweep_->residualMeanSquare[k] << ',' << kl.forward
+          << ',' << kl.reverse << ',' << kl.varianceBound << ',' << kl.kappa << ',' << kl.kappaBound << ','
+          << sweep_->lsSurrogate[k] << '\n';
+    }
+  }
   writeFileAtomically(path, csv.str());
 }
 

@@ -1,6 +1,7 @@
 #include "widgets/views/model_captions.h"
 
 #include <QObject>
+#include <QStringList>
 
 namespace tl {
 
@@ -12,7 +13,15 @@ QString layersCaption(const std::vector<int>& layers, int numLayers) {
   if (layers.empty()) return {};
   if (int(layers.size()) == numLayers && numLayers > 1) return QObject::tr("all %1 layers").arg(numLayers);
   if (layers.size() == 1) return QObject::tr("layer %1").arg(layers.front());
-  return QObject::tr("layers %1–%2").arg(layers.front()).arg(layers.back());
+  if (layers.back() - layers.front() + 1 == int(layers.size()))  // ascending and distinct: a run
+    return QObject::tr("layers %1–%2").arg(layers.front()).arg(layers.back());
+  return QObject::tr("layers %1").arg(layerList(layers));
+}
+
+QString layerList(const std::vector<int>& layers) {
+  QStringList names;
+  for (int l : layers) names << QString::number(l);
+  return names.join(", ");
 }
 
 QString swapCaption(const SessionResult& result) {

@@ -70,23 +70,100 @@ std::vector<double> trajectory(const DenseScores<double>& X, VecD ut, VecD vt, b
   return errors;
 }
 
-// Cold and warm trajectories (asap_inspection.h) on the tokens in use, with u0 = Φβ − a from the same fit
-// features (ops/asap/asap_fit.h) on that sub-problem.
-void addTrajectories(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
-  if (input.mask && r.settings.teacher.maskMode == MaskMode::KeepQueries) return;
+// β for the settings' fit kind on one example: LS, and KL started from it.
+VecD fitBeta(const FitExample& example, const AsapInspectionSettings& settings) {
+  LsAccumulator normalEquations(example.phi.cols());
+  normalEquations.add(example);
+  const VecD ls = solveLs(normalEquations, settings.lambdaB).beta;
+  return settings.fit == FitKind::Kl ? fitKl({example}, ls, settings.lambdaB).beta : ls;
+}
+
+// The example with only its first L feature columns: the fit with the first L slices of the nested bank.
+FitExample withFirstSlices(const FitExample& example, int L) {
+  FitExample e = example;
+  e.phi = example.phi.leftCols(L);
+  return e;
+}
+
+// The sweep's slice counts: powers of two up to the largest, and the fit's own L. Without a ridge, only counts
+// the centred features (rank ≤ tokens − 1) can determine.
+std::vector<int> sweepSliceCounts(const AsapInspectionSettings& settings, Eigen::Index tokens) {
+  std::vector<int> counts{settings.L};
+  for (int L = 1; L <= kSweepMaxSlices; L *= 2) counts.push_back(L);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  if (settings.lambdaB == 0)
+    counts.erase(std::remove_if(counts.begin(), counts.end(), [tokens](int L) { return L > tokens - 1; }),
+                 counts.end());
+  return counts;
+}
+
+SliceSweep sweepOnTokensInUse(const FitExample& bankExample, const VecD& teacherDual,
+                              const AsapInspectionSettings& settings) {
+  const double eps = settings.teacher.eps;
+  SliceSweep sweep;
+  sweep.slices = sweepSliceCounts(settings, bankExample.phi.rows());
+  for (int L : sweep.slices) {
+    const FitExample example = withFirstSlices(bankExample, L);
+    const VecD beta = fitBeta(example, settings);
+    const FitQuality quality = fitQuality({example}, beta);
+    sweep.r2.push_back(quality.r2);
+    sweep.residualMeanSquare.push_back(quality.residualMeanSquare);
+    sweep.kl.push_back(oneSidedKl(example.X, teacherDual / eps, predictedSourceDual(example, beta) / eps));
+    sweep.kappa = std::max(sweep.kappa, sweep.kl.back().kappa);
+  }
+  for (double risk : sweep.residualMeanSquare) sweep.lsSurrogate.push_back(sweep.kappa / (2 * eps * eps) * risk);
+  return sweep;
+}
+
+// The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u of a
+// column-ending teacher, or after step T − 2 (row-ending).
+VecD closureReadyDual(const AttentionInput<double>& input, const SinkhornParams& teacher) {
+  SinkhornParams extraction = teacher;
+  if (teacher.T % 2 == 1) extraction.T -= 2;
+  return sinkhornAttention(input, extraction).u;
+}
+
+// The diagnostics that assume uniform marginals run on the tokens in use as a problem of their own (under
+// keep-queries padding the marginals are not uniform, and they are left out). Its fit example, with the
+// features of the first `slices` directions of the bank, and the teacher's dual on those tokens.
+struct TokenProblem {
+  FitExample example;
+  VecD teacherDual;
+};
+TokenProblem tokenProblem(const AttentionInput<double>& input, const VecD& dual,
+                          const AsapInspectionSettings& settings, int slices) {
   const std::vector<Eigen::Index> tokens = tokensInUse(input);
-  const MatD Q = takeRows(input.Q, tokens), K = takeRows(input.K, tokens);
-  const double eps = r.settings.teacher.eps;
-  const FitExample example =
-      prepareFitExample({Q, K, takeRows(MatD(dual), tokens), std::nullopt}, r.slices, {eps, MaskMode::Subsequence});
-  const DenseScores<double> X(Q, K, eps);
-  const VecD zero = VecD::Zero(Q.rows());
+  const VecD teacherDual = takeRows(MatD(dual), tokens);
+  const MatD bank = sliceDirections({Slicer::Random, slices, settings.seed, {}}, input.headDim());
+  return {prepareFitExample({takeRows(input.Q, tokens), takeRows(input.K, tokens), teacherDual, std::nullopt}, bank,
+                            {settings.teacher.eps, MaskMode::Subsequence}),
+          teacherDual};
+}
+
+bool uniformMarginals(const AttentionInput<double>& input, const AsapInspectionSettings& settings) {
+  return !(input.mask && settings.teacher.maskMode == MaskMode::KeepQueries);
+}
+
+// The cold and warm trajectories (asap_inspection.h) and the B.34 row bound.
+void addTokenDiagnostics(const AttentionInput<double>& input, const VecD& dual, AsapInspection& r) {
+  if (!uniformMarginals(input, r.settings)) return;
+  const TokenProblem problem = tokenProblem(input, dual, r.settings, r.settings.L);
+  const DenseScores<double>& X = problem.example.X;
+  const VecD u0 = predictedSourceDual(problem.example, r.beta) / r.settings.teacher.eps;
+
+  const VecD zero = VecD::Zero(X.rows());
   const int steps = AsapInspection::kTrajectorySteps;
   r.coldStartErrors = trajectory(X, zero, zero, true, steps);
-  r.warmStartErrors = trajectory(X, predictedSourceDual(example, r.beta) / eps, zero, false, steps);
+  r.warmStartErrors = trajectory(X, u0, zero, false, steps);
+  if (r.closing == Closing::Column) r.rowBound = twoSidedRowBound(X, u0);
 }
 
 }  // namespace
+
+PlanMarginals planMarginals(const MatD& plan) {
+  return {plan.rowwise().sum(), plan.colwise().sum().transpose()};
+}
 
 double AsapInspection::planRatioBound() const { return std::exp(2.0 * quality.delta / settings.teacher.eps); }
 
@@ -98,20 +175,13 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
   const PlanResult<double> teacher = sinkhornAttention(input, settings.teacher);
   r.teacherPlan = teacher.plan.dense();
   r.teacherErrors = teacher.errors;
-  // The closure-ready dual (docs/operators/asap.md#teacher-duals): u after step T − 1, which is the final u
-  // of a column-ending teacher, or after step T − 2 (row-ending).
-  SinkhornParams extraction = settings.teacher;
-  extraction.T -= 2;
-  const VecD dual = r.closing == Closing::Column ? teacher.u : sinkhornAttention(input, extraction).u;
+  const VecD dual = r.closing == Closing::Column ? teacher.u : closureReadyDual(input, settings.teacher);
 
   r.slices = sliceDirections({Slicer::Random, settings.L, settings.seed, {}}, input.headDim());
   const FitInstance instance{input.Q, input.K, dual, input.mask};
   const std::vector<FitExample> examples{
       prepareFitExample(instance, r.slices, {settings.teacher.eps, settings.teacher.maskMode})};
-  LsAccumulator normalEquations(settings.L);
-  normalEquations.add(examples.front());
-  r.beta = solveLs(normalEquations, settings.lambdaB).beta;
-  if (settings.fit == FitKind::Kl) r.beta = fitKl(examples, r.beta, settings.lambdaB).beta;
+  r.beta = fitBeta(examples.front(), settings);
   r.quality = fitQuality(examples, r.beta);
 
   const FitExample& e = examples.front();
@@ -139,8 +209,18 @@ AsapInspection inspectAsap(const AttentionInput<double>& input, const AsapInspec
     r.shortErrors[k] = baseline.errors;
     r.shortRelativeErrors[k] = relativeFrobenius(r.shortPlans[k], r.teacherPlan);
   }
-  addTrajectories(input, dual, r);
+  addTokenDiagnostics(input, dual, r);
   return r;
+}
+
+SliceSweep sweepSlices(const AttentionInput<double>& input, const AsapInspectionSettings& settings) {
+  checkSettings(input, settings);
+  if (!uniformMarginals(input, settings)) return {};
+  // One bank of the largest size: its first L rows are the L-slice bank (slicers.h), so one set of features
+  // serves every fit.
+  const int largest = std::max(kSweepMaxSlices, settings.L);
+  const TokenProblem problem = tokenProblem(input, closureReadyDual(input, settings.teacher), settings, largest);
+  return sweepOnTokensInUse(problem.example, problem.teacherDual, settings);
 }
 
 SliceInspection inspectSlice(const AttentionInput<double>& input, const AsapInspection& inspection, int slice) {

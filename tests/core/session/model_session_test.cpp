@@ -95,6 +95,18 @@ TEST_F(ModelSession, SwapScopeChoosesTheLayersThatRunThePrimaryOperator) {
   }
 }
 
+TEST_F(ModelSession, ListedScopeSwapsExactlyTheListedLayers) {
+  Session s = session("model:checkpoint=ckpt,layer=1,head=0", SwapScope::Listed);
+  s.swapLayers = {0, 2};
+  const SessionResult r = runSession(s);
+  EXPECT_EQ(r.swappedLayers, (std::vector<int>{0, 2}));
+  ASSERT_TRUE(r.swapped);
+  ASSERT_EQ(backend_->lastSwaps.size(), 2u);
+  EXPECT_EQ(backend_->lastSwaps.count(0) + backend_->lastSwaps.count(2), 2u);
+  s.swapLayers = {0, 3};
+  EXPECT_TRUE(test::throwsWith<InvalidArgument>([&] { (void)runSession(s); }, {"swap_layers", "layer 3", "3 layers"}));
+}
+
 TEST_F(ModelSession, TheSessionsDeviceReachesTheModelsSwapPath) {
   Session s = session("model:checkpoint=ckpt,layer=1,head=0", SwapScope::Layer);
   s.device = DeviceChoice::Auto;

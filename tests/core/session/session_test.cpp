@@ -73,6 +73,31 @@ TEST(Session, JsonRoundTrip) {
 
 // A default Session's SourceSpec carries unresolved (empty) generator params, so its first load fills the
 // defaults; from then on the JSON is a fixed point.
+TEST(Session, ListedSwapLayersRoundTripAndAreChecked) {
+  Session s;
+  s.operators = {OperatorRegistry::builtin().parse("softmax")};
+  s.swapScope = SwapScope::Listed;
+  s.swapLayers = {0, 2};
+  const json j = s.toJson();
+  EXPECT_EQ(j.at("swap"), "listed");
+  EXPECT_EQ(j.at("swap_layers"), json({0, 2}));
+  EXPECT_EQ(Session::fromJson(j).swapLayers, (std::vector<int>{0, 2}));
+  s.swapScope = SwapScope::Layer;
+  EXPECT_FALSE(s.toJson().contains("swap_layers")) << "written only for the listed scope";
+
+  json unsorted = j;
+  unsorted["swap_layers"] = {2, 0};
+  EXPECT_EQ(Session::fromJson(unsorted).swapLayers, (std::vector<int>{0, 2}));
+  for (const json& bad : {json({0, 0}), json({-1}), json("0,2"), json({1.5})}) {
+    json k = j;
+    k["swap_layers"] = bad;
+    EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)Session::fromJson(k); }, {"swap_layers"})) << bad.dump();
+  }
+  json missing = j;
+  missing.erase("swap_layers");
+  EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)Session::fromJson(missing); }, {"listed", "swap_layers"}));
+}
+
 TEST(Session, DefaultSessionRoundTrips) {
   Session s;  // defaults everywhere, plus the one operator a session needs
   s.operators = {OperatorRegistry::builtin().parse("softmax")};

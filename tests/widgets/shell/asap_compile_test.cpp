@@ -10,6 +10,7 @@
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTimer>
 #include <gtest/gtest.h>
 
@@ -87,6 +88,7 @@ TEST_F(AsapCompileTest, TheDialogCompilesWritesAndSwapsTheCompiledLayersIn) {
   const SessionResult r = *window_->lastResult();
   EXPECT_EQ(r.swappedLayers, (std::vector<int>{0, 1}));
   EXPECT_TRUE(window_->findChild<QAction*>("useCompiledAsap")->isChecked());
+  EXPECT_TRUE(window_->findChild<QAction*>("useCompiledAsap")->text().contains("all 2"));
   const VitRunner runner = VitRunner::open(checkpoint_);
   const VitTrace own = runner.run(loadModelImage(r.session.source.model.image, runner.config()).pixels);
   const OperatorSpec spec = OperatorRegistry::builtin().parse(op);
@@ -109,6 +111,66 @@ TEST_F(AsapCompileTest, TheDialogCompilesWritesAndSwapsTheCompiledLayersIn) {
   }));
   EXPECT_EQ(window_->lastResult()->session.swapScope, SwapScope::None);
   EXPECT_FALSE(window_->lastResult()->swapped.has_value());
+}
+
+// A model compiled in layers 0 and 2 only (of the six of sample_checkpoints/sinkhorn): both are swapped in, the
+// others keep the trained Sinkhorn, and the status bar, the Model menu and the swap choice say which.
+TEST(AsapPartialCompile, SwapsEveryCompiledLayerAndOnlyThose) {
+  test::ensureApplication();
+  const std::string checkpoint = std::string(TL_SOURCE_DIR) + "/sample_checkpoints/sinkhorn";
+  Session session = test::modelSession(checkpoint, 1, 0, SwapScope::None);
+  session.operators = {OperatorRegistry::builtin().parse("sinkhorn:T=4,eps=1")};  // the checkpoint's teacher
+  MainWindow window(session);
+  window.resize(1500, 950);
+  window.show();
+  ASSERT_TRUE(test::waitForResult(window, [](const SessionResult& r) { return r.model != nullptr; }));
+  ASSERT_EQ(window.lastResult()->model->config.numLayers, 6);
+
+  const std::string out = test::scratchDir() + "/asap_gui_partial";
+  std::filesystem::remove_all(out);
+  QSignalSpy finished(&window, &MainWindow::asapCompileFinished);
+  AsapCompileOptions options;
+  options.calibration = "fashion-mnist:train:0-7";
+  options.L = 6;
+  options.layers = {0, 2};
+  options.out = out;
+  window.compileAsap(options, true);
+  ASSERT_TRUE(test::waitUntil([&] { return finished.count() == 1; }, std::chrono::seconds(120)));
+  ASSERT_TRUE(finished.front().at(0).toBool()) << finished.front().at(2).toString().toStdString();
+
+  ASSERT_TRUE(test::waitForResult(window, [](const SessionResult& r) {
+    return r.session.operators.front().family == "asap" && r.swapped.has_value();
+  }));
+  const SessionResult r = *window.lastResult();
+  EXPECT_EQ(r.session.swapScope, SwapScope::Listed);
+  EXPECT_EQ(r.swappedLayers, (std::vector<int>{0, 2}));
+  EXPECT_EQ(r.session.source.model.layer, 0) << "layer 1 is not compiled: the plan moves to the first compiled one";
+  EXPECT_TRUE(window.statusBar()->currentMessage().contains("layers 0, 2")) << window.statusBar()->currentMessage().toStdString();
+  EXPECT_TRUE(window.findChild<QAction*>("useCompiledAsap")->text().contains("0, 2"));
+  EXPECT_EQ(window.findChild<QComboBox*>("swapScope")->currentText(), "layers 0, 2");
+
+  // The prediction is the core's model with the compiled operator in layers 0 and 2 and the trained Sinkhorn in
+  // the others.
+  const OperatorSpec spec = OperatorRegistry::builtin().parse(compiledAsapOperator(loadCompiledAsap(out), out));
+  const VitRunner runner = VitRunner::open(checkpoint);
+  const VitTrace own = runner.run(loadModelImage(r.session.source.model.image, runner.config()).pixels);
+  const VecD expected = softmax(runner.rerun(own, 0, {{0, spec}, {2, spec}}).logits);
+  auto* prediction = dynamic_cast<PredictionView*>(window.view("prediction"));
+  ASSERT_TRUE(prediction->showingSwapped());
+  for (int c = 0; c < prediction->classCount(); ++c)
+    EXPECT_NEAR(prediction->swappedProbability(c), expected[c], 1e-12) << c;
+  // Not what one compiled layer alone gives (the old behaviour swapped only the source's layer).
+  const VecD oneLayer = softmax(runner.rerun(own, 0, {{0, spec}}).logits);
+  EXPECT_GT((oneLayer - expected).cwiseAbs().maxCoeff(), 1e-9);
+  window.grab().save(QString::fromStdString(test::outputDir() + "/asap_partial_swap.png"));
+
+  // Swapping out restores the trained operator and scope.
+  window.findChild<QAction*>("useCompiledAsap")->trigger();
+  ASSERT_TRUE(test::waitForResult(window, [](const SessionResult& r) {
+    return r.session.operators.front().family == "sinkhorn";
+  }));
+  EXPECT_EQ(window.lastResult()->session.swapScope, SwapScope::None);
+  EXPECT_FALSE(window.lastResult()->swapped.has_value());
 }
 
 TEST_F(AsapCompileTest, CancelStopsTheCompilationAndWritesNothing) {

@@ -5,6 +5,9 @@
 #include <QComboBox>
 #include <QDockWidget>
 #include <QSlider>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QCoreApplication>
 #include <algorithm>
 #include <sstream>
 #include <gtest/gtest.h>
@@ -105,6 +108,66 @@ TEST_F(AsapViewTest, ShortBudgetPlanAndWarmStartTrajectoryAreTheCores) {
   view_->grab().save(QString::fromStdString(test::outputDir() + "/asap_view_panels.png"));
 }
 
+// The marginal panels draw the core's row and column sums of every plan, and ASAP's row band is 1 ± η of the
+// core's B.34 bound; the T_b box switches the baseline's sums too.
+TEST_F(AsapViewTest, MarginalPanelsDrawTheCoresSumsAndRowBound) {
+  ASSERT_TRUE(view_->showingContent());
+  const AsapInspection& fit = *view_->inspection();
+  using Plan = AsapView::MarginalPlan;
+  const auto expectSums = [&](Plan plan, const MatD& A) {
+    const PlanMarginals sums = planMarginals(A);
+    for (bool rows : {true, false}) {
+      const std::vector<double> drawn = view_->drawnMarginals(rows, plan);
+      const VecD& core = rows ? sums.rows : sums.cols;
+      ASSERT_EQ(drawn.size(), size_t(core.size()));
+      for (size_t i = 0; i < drawn.size(); ++i) EXPECT_EQ(drawn[i], core(Eigen::Index(i))) << int(plan) << ' ' << i;
+    }
+  };
+  expectSums(Plan::Teacher, fit.teacherPlan);
+  expectSums(Plan::Asap, fit.asapPlan);
+  expectSums(Plan::Asap0, fit.asap0Plan);
+  expectSums(Plan::ShortBudget, fit.shortPlans[1]);  // T_b = 3 by default
+  ASSERT_TRUE(fit.rowBound.has_value());
+  EXPECT_EQ(view_->drawnRowBand(), (std::vector<double>{1 - fit.rowBound->eta, 1 + fit.rowBound->eta}));
+  for (double sum : view_->drawnMarginals(true, Plan::Asap)) EXPECT_LE(std::abs(sum - 1), fit.rowBound->eta + 1e-12);
+
+  view_->findChild<QComboBox*>("asapShortBudget")->setCurrentIndex(0);  // T_b = 1
+  expectSums(Plan::ShortBudget, fit.shortPlans[0]);
+}
+
+// The sweep panels draw the core's slice sweep: R², both KLs and the three bounds at every L.
+TEST_F(AsapViewTest, SweepPanelsDrawTheCoresKlDiagnostics) {
+  ASSERT_TRUE(view_->showingContent());
+  ASSERT_TRUE(test::waitUntil([&] { return view_->sweep() != nullptr; }));
+  const SliceSweep& sweep = *view_->sweep();
+  ASSERT_FALSE(sweep.slices.empty());
+  using Curve = AsapView::SweepCurve;
+  for (Curve curve : {Curve::R2, Curve::ForwardKl, Curve::ReverseKl, Curve::VarianceBound, Curve::KappaBound,
+                      Curve::LsSurrogate}) {
+    const auto drawn = view_->drawnSweep(curve);
+    ASSERT_EQ(drawn.size(), sweep.slices.size()) << int(curve);
+    for (size_t k = 0; k < drawn.size(); ++k) {
+      const OneSidedKl& kl = sweep.kl[k];
+      const double core = curve == Curve::R2              ? sweep.r2[k]
+                          : curve == Curve::ForwardKl     ? kl.forward
+                          : curve == Curve::ReverseKl     ? kl.reverse
+                          : curve == Curve::VarianceBound ? kl.varianceBound
+                          : curve == Curve::KappaBound    ? kl.kappaBound
+                                                          : sweep.lsSurrogate[k];
+      EXPECT_EQ(drawn[k].first, double(sweep.slices[k]));
+      EXPECT_EQ(drawn[k].second, core) << int(curve) << " at L = " << sweep.slices[k];
+    }
+  }
+  // The sweep is the same refit the core makes for this input.
+  const SliceSweep core = sweepSlices(*window_->lastResult()->input, view_->inspection()->settings);
+  ASSERT_EQ(core.slices, sweep.slices);
+  for (size_t k = 0; k < sweep.slices.size(); ++k) EXPECT_EQ(core.kl[k].forward, sweep.kl[k].forward);
+  window_->grab().save(QString::fromStdString(test::outputDir() + "/asap_view_window.png"));
+  for (QScrollArea* a : view_->findChildren<QScrollArea*>()) a->verticalScrollBar()->setValue(a->verticalScrollBar()->maximum());
+  QCoreApplication::processEvents();
+  window_->grab().save(QString::fromStdString(test::outputDir() + "/asap_view_window_bottom.png"));
+}
+
 TEST_F(AsapViewTest, OtherPrimaryOperatorGetsAMessage) {
   QComboBox* picker = window_->operatorPanel()->primaryForm()->familyPicker();
   picker->setCurrentIndex(picker->findData(QString("softmax")));
@@ -129,7 +192,8 @@ TEST(AsapViewRender, RenderWritesTheFigureAndTheDualTable) {
   for (const std::string format : {"png", "svg", "pdf"})
     EXPECT_TRUE(test::isFigure(test::readBytes(dir + "/asap." + format), format, session.exportSettings)) << format;
   const std::string csv = test::readBytes(dir + "/asap.csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2 + 40);
+  // Duals (header + 40 tokens), marginals (blank, header + 40), sweep (blank, header + L = 1, 2, 4, 6, … 128).
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2 + 40 + 3 + 40 + 3 + 9);
   AsapInspectionSettings s;
   s.teacher.T = 4;
   s.teacher.eps = 0.5;
@@ -139,6 +203,13 @@ TEST(AsapViewRender, RenderWritesTheFigureAndTheDualTable) {
   r2.precision(17);
   r2 << "r2=" << core.quality.r2;
   EXPECT_NE(csv.find(r2.str()), std::string::npos) << csv.substr(0, 200);
+  // The sweep's row at the view's L carries the core's numbers.
+  const SliceSweep sweep = sweepSlices(*result.input, s);
+  std::ostringstream row;
+  row.precision(17);
+  row << "\n6," << sweep.r2[3] << ',' << sweep.residualMeanSquare[3] << ',' << sweep.kl[3].forward << ',';
+  EXPECT_EQ(sweep.slices[3], 6);
+  EXPECT_NE(csv.find(row.str()), std::string::npos) << csv.substr(csv.rfind("# slice sweep"));
 }
 
 }  // namespace

@@ -183,5 +183,63 @@ TEST(AsapInspection, TrajectoriesRunOnTheValidTokensUnderSubsequencePadding) {
   EXPECT_TRUE(inspectAsap(in, keep).warmStartErrors.empty());
 }
 
+TEST(AsapInspection, MarginalsAreThePlansSumsAndAsapRowsStayWithinTheB34Bound) {
+  const AsapInspection r = inspectAsap(randomInput(40, 8, 21), settings(4, 8, 0.5));
+  const PlanMarginals asap = planMarginals(r.asapPlan), teacher = planMarginals(r.teacherPlan);
+  EXPECT_LE((asap.rows - r.asapPlan.rowwise().sum()).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_LE((teacher.cols.array() - 1).abs().maxCoeff(), 1e-12);  // column-ending teacher
+  ASSERT_TRUE(r.rowBound.has_value());
+  EXPECT_GT(r.rowBound->eta, 0);
+  EXPECT_LE((asap.rows.array() - 1).abs().maxCoeff(), r.rowBound->eta + 1e-12);
+  EXPECT_NEAR((asap.rows.array() - 1).abs().maxCoeff(), r.asapErrors.rowMax, 1e-12);
+  EXPECT_FALSE(inspectAsap(randomInput(40, 8, 21), settings(5, 8)).rowBound.has_value()) << "row closing";
+}
+
+TEST(AsapInspection, SliceSweepRefitsWithTheFirstSlicesOfTheBank) {
+  const AttentionInput<double> in = randomInput(48, 8, 5);
+  const AsapInspection r = inspectAsap(in, settings(4, 12, 0.7));
+  const SliceSweep s = sweepSlices(in, settings(4, 12, 0.7));
+  ASSERT_EQ(s.slices, (std::vector<int>{1, 2, 4, 8, 12, 16, 32, 64, 128}));
+  ASSERT_EQ(s.kl.size(), s.slices.size());
+  // The sweep's fit at the view's own L is the view's fit.
+  const size_t own = 4;
+  EXPECT_NEAR(s.r2[own], r.quality.r2, 1e-12);
+  EXPECT_NEAR(sweepSlices(in, settings(5, 12, 0.7)).r2[own], inspectAsap(in, settings(5, 12, 0.7)).quality.r2, 1e-12)
+      << "a row-ending teacher: the dual after T − 2 steps, as the fit";
+  EXPECT_NEAR(s.residualMeanSquare[own], r.quality.residualMeanSquare, 1e-12);
+  for (size_t k = 0; k < s.slices.size(); ++k) {
+    const OneSidedKl& kl = s.kl[k];
+    EXPECT_GE(kl.forward, 0);
+    EXPECT_LE(std::max(kl.forward, kl.reverse), kl.varianceBound) << s.slices[k];
+    EXPECT_LE(kl.varianceBound, kl.kappaBound) << s.slices[k];
+    EXPECT_LE(kl.kappaBound, s.lsSurrogate[k] * (1 + 1e-12)) << s.slices[k];
+    // B.54 in cost units is κ/(2ε²)·R̂: ‖Π(u' − u)‖² (eps units) = n·R̂/ε².
+    EXPECT_NEAR(kl.centredGapSquared, 48 * s.residualMeanSquare[k] / (0.7 * 0.7), 1e-9 * kl.centredGapSquared);
+    EXPECT_NEAR(s.lsSurrogate[k], s.kappa / (2 * 0.7 * 0.7) * s.residualMeanSquare[k], 1e-12 * s.lsSurrogate[k]);
+  }
+}
+
+TEST(AsapInspection, WithoutRidgeTheSweepsRiskFallsWithL) {
+  AsapInspectionSettings s = settings(4, 16);
+  s.lambdaB = 0;
+  const SliceSweep sweep = sweepSlices(randomInput(40, 8, 9), s);
+  // Nested features and no ridge: more slices can only lower the least-squares risk; counts beyond the rank of
+  // the centred features (39) are left out.
+  EXPECT_EQ(sweep.slices.back(), 32);
+  for (size_t k = 1; k < sweep.slices.size(); ++k)
+    EXPECT_LE(sweep.residualMeanSquare[k], sweep.residualMeanSquare[k - 1] * (1 + 1e-9)) << sweep.slices[k];
+}
+
+TEST(AsapInspection, KeepQueriesPaddingLeavesTheUniformMarginalDiagnosticsOut) {
+  AttentionInput<double> in = randomInput(18, 8, 13);
+  in.mask = Mask::Ones(18);
+  (*in.mask)(4) = false;
+  AsapInspectionSettings keep = settings(4, 8);
+  keep.teacher.maskMode = MaskMode::KeepQueries;
+  const AsapInspection r = inspectAsap(in, keep);
+  EXPECT_FALSE(r.rowBound.has_value());
+  EXPECT_TRUE(sweepSlices(in, keep).slices.empty());
+}
+
 }  // namespace
 }  // namespace tl
