@@ -28,6 +28,8 @@ CommandLine compileCommandLine() {
                   {"slices", "L", "slices per layer (default 64)"},
                   {"seed", "S", "slice bank seed; layer l uses S + l (default 0)"},
                   {"fit", "ls|kl", "least squares (default) or KL"},
+                  {"features", "FAMILY", "potentials (default), raw, rank-displacement or predict-both (LS only; "
+                                         "docs/operators/asap.md#feature-families)"},
                   {"lambda-b", "X", "ridge on the normalised risk (default 1e-4)"},
                   {"sequential", "", "calibrate each layer with the compiled layers before it in place"},
                   {"shared", "", "one slice bank and one beta shared by every compiled layer, fitted on all of them"},
@@ -71,6 +73,7 @@ int compile(const CommandLine& cl) {
   if (const auto v = cl.get("slices")) o.L = parsePositiveInt("--slices", *v);
   if (const auto v = cl.get("seed")) o.seed = parseUnsigned("seed", *v);
   if (const auto v = cl.get("fit")) o.fit = parseFitKind(*v);
+  if (const auto v = cl.get("features")) o.features = parseAsapFeatures(*v);
   if (const auto v = cl.get("lambda-b")) o.lambdaB = parseReal("lambda-b", *v);
   o.sequential = cl.has("sequential");
   o.shared = cl.has("shared");
@@ -88,7 +91,7 @@ int compile(const CommandLine& cl) {
                   sci(l.delta), sci(l.lambdaB), sci(l.lambda), fixed(l.fitSeconds, 2)});
   std::cout << "compiled " << compiled.layers.size() << " layer(s) of " << checkpoint << " (" << compiled.teacher
             << ", " << (compiled.sequential ? "sequential" : "parallel") << ", " << compiled.calibration << ", "
-            << compiled.layers.front().fit << ") into " << o.out << "\n"
+            << compiled.layers.front().fit << ", features " << compiled.features << ") into " << o.out << "\n"
             << table.render() << "use it: tlens eval " << checkpoint << " --swap \""
             << compiledAsapOperator(compiled, o.out) << "\"\n";
   return 0;
