@@ -85,10 +85,18 @@ int compile(const CommandLine& cl) {
     InterruptScope interrupts(progress.feedback());
     compiled = compileAsap(runner, checkpoint, o, progress.feedback());
   }
-  TextTable table({{"layer"}, {"L"}, {"rows"}, {"R²"}, {"δ"}, {"lambda_b"}, {"lambda"}, {"fit s"}});
-  for (const auto& l : compiled.layers)
-    table.addRow({std::to_string(l.layer), std::to_string(l.slices.rows()), std::to_string(l.rows), fixed(l.r2, 4),
-                  sci(l.delta), sci(l.lambdaB), sci(l.lambda), fixed(l.fitSeconds, 2)});
+  const bool keySide = compiled.features == "predict-both";  // ĝ's fit too
+  std::vector<TextTable::Column> columns = {{"layer"}, {"L"}, {"rows"}, {"R²"}, {"δ"}};
+  if (keySide) columns.insert(columns.end(), {{"key R²"}, {"key δ"}});
+  columns.insert(columns.end(), {{"lambda_b"}, {"lambda"}, {"fit s"}});
+  TextTable table(columns);
+  for (const auto& l : compiled.layers) {
+    std::vector<std::string> row = {std::to_string(l.layer), std::to_string(l.slices.rows()), std::to_string(l.rows),
+                                    fixed(l.r2, 4), sci(l.delta)};
+    if (keySide) row.insert(row.end(), {fixed(l.keyR2, 4), sci(l.keyDelta)});
+    row.insert(row.end(), {sci(l.lambdaB), sci(l.lambda), fixed(l.fitSeconds, 2)});
+    table.addRow(row);
+  }
   std::cout << "compiled " << compiled.layers.size() << " layer(s) of " << checkpoint << " (" << compiled.teacher
             << ", " << (compiled.sequential ? "sequential" : "parallel") << ", " << compiled.calibration << ", "
             << compiled.layers.front().fit << ", features " << compiled.features << ") into " << o.out << "\n"
