@@ -95,6 +95,11 @@ TEST_F(TlensAsapModel, FeatureFamiliesCompileAndEvaluate) {
   EXPECT_TRUE(failsWithOneErrorLine(
       tlens({"asap-compile", kSinkhornVit, "--features", "predict-both", "--fit", "kl", "--out", dirs[3]}), 2,
       {"predict-both", "--fit kl"}));
+  // The families combine with shared coefficients: one β (and β_g) for both layers.
+  const auto shared = compile(scratchDir("asap_shared_both"), {"--shared", "--features", "predict-both"});
+  EXPECT_EQ(shared.at("features"), "predict-both");
+  EXPECT_TRUE(shared.at("shared").get<bool>());
+  EXPECT_EQ(shared.at("layers")[0].at("key_r2"), shared.at("layers")[1].at("key_r2"));
 
   const std::string json = scratchDir("asap_eval_families") + "/table.json";
   std::vector<std::string> args = {"asap-eval", kSinkhornVit, "--limit", "8", "--json", json};
