@@ -16,8 +16,9 @@ namespace {
 using SliceValues = std::function<void(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z,
                                        Vec<double>& onActive, Vec<double>& onPadded)>;
 
-// The projections along every slice (eq. 11: x = <θ, q>/d^{1/4}), each slice's values from `values`, centred
-// over the active positions (rows `of` choose queries or keys).
+// The projections along every slice (eq. 11: x = <θ, q>/d^{1/4}) and each slice's values from `values`, on the
+// query rows (ofKeys false) or the key rows (true), centred over the active rows. The slices are independent:
+// split across threads, each writing its own columns.
 MatD perSlice(const MatD& Q, const MatD& K, const MatD& slices, const std::optional<Mask>& activeTokens,
               bool ofKeys, const SliceValues& values) {
   const double scale = 1.0 / std::pow(double(Q.cols()), 0.25);
