@@ -62,6 +62,10 @@ std::string referencePython() {
   return python ? python : "/usr/bin/python3";
 }
 
+std::string referenceEnvironment() {
+  return std::getenv("GLIBC_TUNABLES") ? "" : "GLIBC_TUNABLES=glibc.malloc.hugetlb=1";
+}
+
 std::optional<double> ReferenceTimings::medianSeconds(const std::string& op, int n) const {
   if (!available) return std::nullopt;
   for (const auto& entry : report.value("results", nlohmann::json::array()))
@@ -77,7 +81,9 @@ ReferenceTimings runReferenceScript(const std::string& name, const std::string& 
     timings.reason = "reference script not found at " + script + " (set TL_REFERENCE_DIR)";
     return timings;
   }
-  const ProcessOutput run = runShell(shellQuote(referencePython()) + " " + shellQuote(script) + " " + arguments);
+  const std::string environment = referenceEnvironment();
+  const ProcessOutput run = runShell((environment.empty() ? "" : "env " + environment + " ") +
+                                     shellQuote(referencePython()) + " " + shellQuote(script) + " " + arguments);
   if (run.status != 0) {
     const std::string why = lastLine(run.err);
     timings.reason = referencePython() + " " + script + " failed" + (why.empty() ? "" : ": " + why) +

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/huge_pages.h"
 #include "common/parallel.h"
 
 namespace tl {
@@ -73,7 +74,7 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
 
 template <class T>
 void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out) {
-  out.resize(X.rows(), X.cols());
+  if (out.rows() != X.rows() || out.cols() != X.cols()) out = largeMatrix<T>(X.rows(), X.cols());
   parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
     for (Eigen::Index i = first; i < end; ++i)
       out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
@@ -83,7 +84,7 @@ void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T
 template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K) {
   // In place: one n_q × n_k buffer, not a product temporary and a scaled copy.
-  Mat<T> S(Q.rows(), K.rows());
+  Mat<T> S = largeMatrix<T>(Q.rows(), K.rows());
   S.noalias() = Q * K.transpose();
   S /= std::sqrt(T(Q.cols()));
   return S;
@@ -126,7 +127,7 @@ Mat<T> scaledScores(Mat<T> S, double eps) {
 // roundings) while it finds max |S|, each thread on its own rows.
 template <class T>
 Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps) {
-  Mat<T> X(Q.rows(), K.rows());
+  Mat<T> X = largeMatrix<T>(Q.rows(), K.rows());
   X.noalias() = Q * K.transpose();
   if (X.size() == 0) {
     checkScaledScores(T(0), eps);

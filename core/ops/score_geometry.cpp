@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "common/huge_pages.h"
 #include "common/parallel.h"
 #include "ops/log_domain.h"
 
@@ -170,7 +171,8 @@ void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Vi
 template <class T>
 Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first,
                                Eigen::Index count) const {
-  Mat<T> P = Mat<T>::Zero(count, nk_);
+  Mat<T> P = largeMatrix<T>(count, nk_);
+  P.setZero();
   parallelFor(count, double(count) * double(band_.cols()), [&](Eigen::Index begin, Eigen::Index end) {
     Eigen::Matrix<T, 1, Eigen::Dynamic> a(band_.cols());
     for (Eigen::Index r = begin; r < end; ++r) {

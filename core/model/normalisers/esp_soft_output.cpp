@@ -7,13 +7,13 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "common/argsort.h"
 #include "common/errors.h"
 
 namespace tl {
@@ -77,14 +77,11 @@ template <class T>
 class BandedSoftSort {
  public:
   void build(const T* values, int n, T temp) {
-    // (value, token) pairs sort in the stable order: ties by token index.
-    thread_local std::vector<std::pair<T, int>> byValue;
-    byValue.resize(n);
-    for (int i = 0; i < n; ++i) byValue[i] = {values[i], i};
-    std::sort(byValue.begin(), byValue.end());
-    order_.resize(n);
+    // The stable order: ties by token index.
+    thread_local ArgsortWorkspace<T> sortWorkspace;
+    stableArgsort(values, size_t(n), order_, sortWorkspace);
     sorted_.resize(n);
-    for (int c = 0; c < n; ++c) std::tie(sorted_[c], order_[c]) = byValue[c];
+    for (int c = 0; c < n; ++c) sorted_[c] = values[order_[c]];
     temp_ = temp;
     const T reach = std::sqrt(logitFloor<T>() * temp);  // |s_c − s_r| <= reach  <=>  logit >= −floor
     lo_.resize(n);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/plan_distance.h"
+#include "common/argsort.h"
 #include "common/errors.h"
 #include "ops/asap/sliced_potentials.h"
 #include "ops/score_geometry.h"
@@ -155,13 +156,10 @@ SliceInspection inspectSlice(const AttentionInput<double>& input, const AsapInsp
   s.potential = potential1D(s.x, s.y).f;
 
   // Equal ranks match (stable order, as potential1D sorts).
-  const auto ascending = [](const VecD& v) {
-    std::vector<Eigen::Index> order(size_t(v.size()));
-    std::iota(order.begin(), order.end(), Eigen::Index(0));
-    std::stable_sort(order.begin(), order.end(), [&v](Eigen::Index a, Eigen::Index b) { return v(a) < v(b); });
-    return order;
-  };
-  const std::vector<Eigen::Index> byX = ascending(s.x), byY = ascending(s.y);
+  ArgsortWorkspace<double> sortWorkspace;
+  std::vector<Eigen::Index> byX, byY;
+  stableArgsort(s.x.data(), size_t(s.x.size()), byX, sortWorkspace);
+  stableArgsort(s.y.data(), size_t(s.y.size()), byY, sortWorkspace);
   s.matchedKey.assign(byX.size(), 0);
   for (size_t r = 0; r < byX.size(); ++r) s.matchedKey[size_t(byX[r])] = byY[r];
 

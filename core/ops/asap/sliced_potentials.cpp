@@ -2,20 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
+#include "common/argsort.h"
 #include "common/parallel.h"
 
 namespace tl {
 namespace {
-
-std::vector<Eigen::Index> ascendingOrder(const Vec<double>& values) {
-  std::vector<Eigen::Index> order(size_t(values.size()));
-  std::iota(order.begin(), order.end(), Eigen::Index(0));
-  std::stable_sort(order.begin(), order.end(), [&](Eigen::Index a, Eigen::Index b) { return values(a) < values(b); });
-  return order;
-}
 
 // Slope of φ on [x_(i), x_(i+1)] (0-based i): the key matched to the i-th smallest query.
 double slope(const std::vector<double>& ySorted, Eigen::Index i, Eigen::Index nx) {
@@ -26,33 +19,42 @@ double slope(const std::vector<double>& ySorted, Eigen::Index i, Eigen::Index nx
   return ySorted[size_t(std::clamp<Eigen::Index>(k, 0, ny - 1))];
 }
 
+// x and y in ascending order (stable), and the orders. A loop over slices keeps one and sorts each slice into
+// it, so its buffers are allocated once per thread, not once per slice.
 struct SortedProblem {
+  ArgsortWorkspace<double> sort;
   std::vector<Eigen::Index> orderX, orderY;
   std::vector<double> xSorted, ySorted;
+
+  void sortBoth(const Vec<double>& x, const Vec<double>& y) {
+    stableArgsort(x.data(), size_t(x.size()), orderX, sort);
+    stableArgsort(y.data(), size_t(y.size()), orderY, sort);
+    xSorted.resize(orderX.size());
+    ySorted.resize(orderY.size());
+    for (size_t r = 0; r < orderX.size(); ++r) xSorted[r] = x(orderX[r]);
+    for (size_t r = 0; r < orderY.size(); ++r) ySorted[r] = y(orderY[r]);
+  }
 };
 
-SortedProblem sortBoth(const Vec<double>& x, const Vec<double>& y) {
-  SortedProblem s;
-  s.orderX = ascendingOrder(x);
-  s.orderY = ascendingOrder(y);
-  s.xSorted.reserve(s.orderX.size());
-  s.ySorted.reserve(s.orderY.size());
-  for (auto i : s.orderX) s.xSorted.push_back(x(i));
-  for (auto j : s.orderY) s.ySorted.push_back(y(j));
-  return s;
+// fSorted ← f at the sorted x (the recursion of potential1D).
+void sortedSourcePotential(const SortedProblem& s, std::vector<double>& fSorted) {
+  const Eigen::Index n = Eigen::Index(s.xSorted.size());
+  fSorted.resize(size_t(n));
+  fSorted[0] = 0.5 * s.xSorted[0] * s.xSorted[0];
+  for (Eigen::Index i = 0; i + 1 < n; ++i) {
+    const double x0 = s.xSorted[size_t(i)], x1 = s.xSorted[size_t(i + 1)];
+    fSorted[size_t(i + 1)] = fSorted[size_t(i)] + 0.5 * (x1 * x1 - x0 * x0) - slope(s.ySorted, i, n) * (x1 - x0);
+  }
 }
 
 }  // namespace
 
 Potential1D potential1D(const Vec<double>& x, const Vec<double>& y) {
   const Eigen::Index n = x.size();
-  const SortedProblem s = sortBoth(x, y);
-  std::vector<double> fSorted(static_cast<size_t>(n));
-  fSorted[0] = 0.5 * s.xSorted[0] * s.xSorted[0];
-  for (Eigen::Index i = 0; i + 1 < n; ++i) {
-    const double x0 = s.xSorted[size_t(i)], x1 = s.xSorted[size_t(i + 1)];
-    fSorted[size_t(i + 1)] = fSorted[size_t(i)] + 0.5 * (x1 * x1 - x0 * x0) - slope(s.ySorted, i, n) * (x1 - x0);
-  }
+  SortedProblem s;
+  s.sortBoth(x, y);
+  std::vector<double> fSorted;
+  sortedSourcePotential(s, fSorted);
   Potential1D p;
   p.f.resize(n);
   for (Eigen::Index r = 0; r < n; ++r) p.f(s.orderX[size_t(r)]) = fSorted[size_t(r)];
@@ -69,7 +71,8 @@ Potential1D potential1D(const Vec<double>& x, const Vec<double>& y) {
 
 Vec<double> potentialExtension(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z) {
   const Eigen::Index n = x.size();
-  const SortedProblem s = sortBoth(x, y);
+  SortedProblem s;
+  s.sortBoth(x, y);
   // φ at the sorted knots, φ(x_(1)) = 0.
   std::vector<double> phi(static_cast<size_t>(n), 0.0);
   for (Eigen::Index i = 0; i + 1 < n; ++i)
@@ -123,16 +126,21 @@ MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std:
   // The slices are independent 1-D problems (two sorts each): split across threads, each writing its own columns.
   const double tokens = double(Q.rows() + K.rows()), sortWork = 8 * tokens * std::log2(tokens + 2);
   parallelFor(slices.rows(), double(slices.rows()) * sortWork, [&](Eigen::Index firstSlice, Eigen::Index endSlice) {
+    // One thread's buffers, reused by each of its slices (potential1D's f without its allocations).
+    const Eigen::Index nActive = Eigen::Index(active.size());
+    Vec<double> x(nActive), y(activeTokens ? nActive : Y.rows()), f(nActive);
+    SortedProblem s;
+    std::vector<double> fSorted;
     for (Eigen::Index l = firstSlice; l < endSlice; ++l) {
-      Vec<double> x(Eigen::Index(active.size())), y;
       for (size_t a = 0; a < active.size(); ++a) x(Eigen::Index(a)) = X(active[a], l);
       if (activeTokens) {
-        y.resize(Eigen::Index(active.size()));
         for (size_t a = 0; a < active.size(); ++a) y(Eigen::Index(a)) = Y(active[a], l);
       } else {
         y = Y.col(l);
       }
-      const Vec<double> f = potential1D(x, y).f;
+      s.sortBoth(x, y);
+      sortedSourcePotential(s, fSorted);
+      for (Eigen::Index r = 0; r < nActive; ++r) f(s.orderX[size_t(r)]) = fSorted[size_t(r)];
       const double mean = f.mean();
       for (size_t a = 0; a < active.size(); ++a) phi(active[a], l) = f(Eigen::Index(a)) - mean;
       if (!padded.empty()) {

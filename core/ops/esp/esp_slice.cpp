@@ -4,15 +4,18 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/argsort.h"
+
 namespace tl {
 namespace {
 
-// Tokens by ascending value, stable by token index (docs/operators/esp.md#ties).
+// Tokens by ascending value, stable by token index (docs/operators/esp.md#ties). The slices of one operator
+// call run on a few threads, each sorting slice after slice: one sort workspace per thread serves them all.
 template <class T>
 std::vector<int> ascendingOrder(const Vec<T>& values) {
-  std::vector<int> order(values.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return values(a) < values(b); });
+  thread_local ArgsortWorkspace<T> workspace;
+  std::vector<int> order;
+  stableArgsort(values.data(), size_t(values.size()), order, workspace);
   return order;
 }
 
@@ -156,6 +159,10 @@ void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& outpu
     const std::vector<int>& targetOrder = transposed ? s.keyOrder : s.queryOrder;
     const int s0 = transposed ? q0 : k0, s1 = transposed ? q1 : k1;
     const int t0 = transposed ? k0 : q0, t1 = transposed ? k1 : q1;
+    if (s1 - s0 == 1 && t1 - t0 == 1) {  // the common block, one token each side: no sum to form
+      output.row(targetOrder[t0]) += entry * V.row(sourceOrder[s0]);
+      continue;
+    }
     sourceSum.setZero();
     for (int c = s0; c < s1; ++c) sourceSum += V.row(sourceOrder[c]).transpose();
     for (int r = t0; r < t1; ++r) output.row(targetOrder[r]) += entry * sourceSum.transpose();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/huge_pages.h"
 #include "common/parallel.h"
 #include "ops/esp/esp_slice.h"
 #include "ops/transport_plan.h"
@@ -38,7 +39,7 @@ class SlicedPlan final : public TransportPlan<T> {
   }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     // Zeroed by every thread on its own rows: the n×n buffer's first touch (its page faults) is shared.
-    Mat<T> A(count, cols_);
+    Mat<T> A = largeMatrix<T>(count, cols_);
     parallelFor(count, double(count) * double(cols_),
                 [&](Eigen::Index begin, Eigen::Index end) { A.middleRows(begin, end - begin).setZero(); });
     for (size_t l = 0; l < slices_.size(); ++l) addSlicePlan(slices_[l], share(l), A, first);

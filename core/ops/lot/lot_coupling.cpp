@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/huge_pages.h"
 #include "common/parallel.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
@@ -69,7 +70,7 @@ Mat<T> LotCoupling<T>::denseRows(Eigen::Index first, Eigen::Index count) const {
   const Eigen::Index nk = P2.cols();
   const Eigen::Index blockRows = std::max<Eigen::Index>(1, kBlockBytes / Eigen::Index(sizeof(T) * std::max<Eigen::Index>(1, nk)));
   const Mat<T> B = (T(P1.rows()) * (-logw.array()).exp()).matrix().asDiagonal() * P2;
-  Mat<T> A(count, nk);
+  Mat<T> A = largeMatrix<T>(count, nk);
   parallelFor(count, double(count) * double(nk) * double(P1.cols()), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index b = begin; b < end; b += blockRows) {
       const Eigen::Index rows = std::min(blockRows, end - b);
