@@ -100,7 +100,8 @@ Vec<double> potentialExtension(const Vec<double>& x, const Vec<double>& y, const
 
 Vec<double> monotoneMapAt(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z) {
   const Eigen::Index n = x.size();
-  const SortedProblem s = sortBoth(x, y);
+  SortedProblem s;
+  s.sortBoth(x, y);
   Vec<double> out(z.size());
   for (Eigen::Index k = 0; k < z.size(); ++k) {
     const auto it = std::upper_bound(s.xSorted.begin(), s.xSorted.end(), z(k));
