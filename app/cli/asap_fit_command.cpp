@@ -36,6 +36,8 @@ CommandLine asapFitCommandLine() {
        {"make-slices", "L", "instead of --slices: draw L uniform directions from --seed and write DIR/slices.npy"},
        {"seed", "S", "seed of --make-slices (default 0)"},
        {"fit", "ls|kl", "least squares (default) or KL (Newton from the LS solution)"},
+       {"features", "FAMILY", "potentials (default), raw, rank-displacement or predict-both (also fits β_g of the key "
+                              "dual; writes DIR/key_beta.npy; LS only)"},
        {"lambda-b", "X", "ridge on the normalised risk, λ_B ≥ 0 (default 1e-4; KL needs > 0)"},
        {"eps", "X", "the teacher's eps (default 1)"},
        {"closing", "column|row", "the teacher's last step: column (even T, default) or row (odd T)"},
@@ -46,6 +48,7 @@ nlohmann::json fitJson(const LayerFit& fit, const FitSetErrors& errors, const Fi
                        Eigen::Index L, Eigen::Index d, const std::string& closing, const std::string& slicesPath) {
   nlohmann::json j;
   j["fit"] = fitKindName(fit.kind);
+  j["features"] = asapFeaturesName(settings.features);
   j["instances"] = N;
   j["L"] = L;
   j["d"] = d;
@@ -69,6 +72,10 @@ nlohmann::json fitJson(const LayerFit& fit, const FitSetErrors& errors, const Fi
     j["objective"] = fit.quality.residualMeanSquare + fit.ls.lambdaB * fit.beta.squaredNorm();
     j["iterations"] = 0;  // a direct solve
   }
+  if (fit.keyQuality) {  // predict-both: the key side's fit; its plan has one error (asap0 = asap)
+    j["key_r2"] = fit.keyQuality->r2;
+    j["key_delta"] = fit.keyQuality->delta;
+  }
   j["seconds"] = fit.seconds;
   j["fit_set_relative_error"] = {{"asap0", errors.asap0},
                                  {"asap", errors.asap},
@@ -83,6 +90,7 @@ int asapFit(const CommandLine& cl) {
   if (const auto v = cl.get("eps")) settings.eps = parseReal("eps", *v);
   if (!(settings.eps > 0)) throw InvalidArgument("--eps must be > 0");
   if (const auto v = cl.get("mask-mode")) settings.maskMode = parseMaskMode(*v);
+  if (const auto v = cl.get("features")) settings.features = parseAsapFeatures(*v);
   const FitKind kind = parseFitKind(cl.get("fit").value_or("ls"));
   const double lambdaB = cl.has("lambda-b") ? parseReal("lambda-b", *cl.get("lambda-b")) : 1e-4;
   const std::string closingText = cl.get("closing").value_or("column");
@@ -111,19 +119,24 @@ int asapFit(const CommandLine& cl) {
     InterruptScope interrupts(progress.feedback());
     fit = fitLayer(instances, slices, settings, lambdaB, kind, progress.feedback());
     progress.feedback().setProgress(1.0, "fit-set errors");
-    errors = fitSetErrors(instances, slices, fit.beta, settings, rowEnding);
+    errors = fitSetErrors(instances, slices, fit.beta, settings, rowEnding, fit.keyBeta);
   }
   progress.clearLine();
   ensureDirectory(out);
   if (!cl.has("slices")) writeNpy(slicesPath, slices);
   writeNpy(out + "/beta.npy", fit.beta);
+  if (fit.keyQuality) writeNpy(out + "/key_beta.npy", fit.keyBeta);
   const auto json = fitJson(fit, errors, settings, instances.size(), slices.rows(), d, closingText, slicesPath);
   writeFileAtomically(out + "/fit.json", json.dump(1) + "\n");
-  std::printf("%s fit of L = %lld slices on %zu head instances (%lld rows): R² %.4f, δ %.4g, lambda_b %g "
+  std::printf("%s fit (%s) of L = %lld slices on %zu head instances (%lld rows): R² %.4f, δ %.4g, lambda_b %g "
               "(lambda %g); fit-set attention error ASAP %.4g, ASAP-0 %.4g (β = 0: %.4g, %.4g); %s/beta.npy\n",
-              fitKindName(kind), static_cast<long long>(slices.rows()), instances.size(),
+              fitKindName(kind), asapFeaturesName(settings.features), static_cast<long long>(slices.rows()), instances.size(),
               static_cast<long long>(fit.ls.rows), fit.quality.r2, fit.quality.delta, fit.ls.lambdaB, fit.ls.lambda,
               errors.asap, errors.asap0, errors.baselineAsap, errors.baselineAsap0, out.c_str());
+  if (fit.keyQuality)
+    std::printf("key dual ĝ (predict-both, no closure: the attention error above is P(f̂, ĝ)'s): R² %.4f, δ %.4g; "
+                "%s/key_beta.npy\n",
+                fit.keyQuality->r2, fit.keyQuality->delta, out.c_str());
   return 0;
 }
 

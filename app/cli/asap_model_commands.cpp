@@ -28,6 +28,8 @@ CommandLine compileCommandLine() {
                   {"slices", "L", "slices per layer (default 64)"},
                   {"seed", "S", "slice bank seed; layer l uses S + l (default 0)"},
                   {"fit", "ls|kl", "least squares (default) or KL"},
+                  {"features", "FAMILY", "potentials (default), raw, rank-displacement or predict-both (LS only; "
+                                         "docs/operators/asap.md#feature-families)"},
                   {"lambda-b", "X", "ridge on the normalised risk (default 1e-4)"},
                   {"sequential", "", "calibrate each layer with the compiled layers before it in place"},
                   {"shared", "", "one slice bank and one beta shared by every compiled layer, fitted on all of them"},
@@ -71,6 +73,7 @@ int compile(const CommandLine& cl) {
   if (const auto v = cl.get("slices")) o.L = parsePositiveInt("--slices", *v);
   if (const auto v = cl.get("seed")) o.seed = parseUnsigned("seed", *v);
   if (const auto v = cl.get("fit")) o.fit = parseFitKind(*v);
+  if (const auto v = cl.get("features")) o.features = parseAsapFeatures(*v);
   if (const auto v = cl.get("lambda-b")) o.lambdaB = parseReal("lambda-b", *v);
   o.sequential = cl.has("sequential");
   o.shared = cl.has("shared");
@@ -82,13 +85,21 @@ int compile(const CommandLine& cl) {
     InterruptScope interrupts(progress.feedback());
     compiled = compileAsap(runner, checkpoint, o, progress.feedback());
   }
-  TextTable table({{"layer"}, {"L"}, {"rows"}, {"R²"}, {"δ"}, {"lambda_b"}, {"lambda"}, {"fit s"}});
-  for (const auto& l : compiled.layers)
-    table.addRow({std::to_string(l.layer), std::to_string(l.slices.rows()), std::to_string(l.rows), fixed(l.r2, 4),
-                  sci(l.delta), sci(l.lambdaB), sci(l.lambda), fixed(l.fitSeconds, 2)});
+  const bool keySide = compiled.features == "predict-both";  // ĝ's fit too
+  std::vector<TextTable::Column> columns = {{"layer"}, {"L"}, {"rows"}, {"R²"}, {"δ"}};
+  if (keySide) columns.insert(columns.end(), {{"key R²"}, {"key δ"}});
+  columns.insert(columns.end(), {{"lambda_b"}, {"lambda"}, {"fit s"}});
+  TextTable table(columns);
+  for (const auto& l : compiled.layers) {
+    std::vector<std::string> row = {std::to_string(l.layer), std::to_string(l.slices.rows()), std::to_string(l.rows),
+                                    fixed(l.r2, 4), sci(l.delta)};
+    if (keySide) row.insert(row.end(), {fixed(l.keyR2, 4), sci(l.keyDelta)});
+    row.insert(row.end(), {sci(l.lambdaB), sci(l.lambda), fixed(l.fitSeconds, 2)});
+    table.addRow(row);
+  }
   std::cout << "compiled " << compiled.layers.size() << " layer(s) of " << checkpoint << " (" << compiled.teacher
             << ", " << (compiled.sequential ? "sequential" : "parallel") << ", " << compiled.calibration << ", "
-            << compiled.layers.front().fit << ") into " << o.out << "\n"
+            << compiled.layers.front().fit << ", features " << compiled.features << ") into " << o.out << "\n"
             << table.render() << "use it: tlens eval " << checkpoint << " --swap \""
             << compiledAsapOperator(compiled, o.out) << "\"\n";
   return 0;

@@ -76,8 +76,14 @@ CompiledAsapLayer fitOne(int layer, uint64_t seed, std::vector<FitInstance>& ins
   c.layer = layer;
   c.seed = seed;
   c.slices = sliceDirections({Slicer::Random, o.L, c.seed, {}}, d);
-  const LayerFit fit = fitLayer(instances, c.slices, {eps, MaskMode::Subsequence}, o.lambdaB, o.fit, feedback);
+  const LayerFit fit =
+      fitLayer(instances, c.slices, {eps, MaskMode::Subsequence, o.features}, o.lambdaB, o.fit, feedback);
   c.beta = fit.beta;
+  c.keyBeta = fit.keyBeta;
+  if (fit.keyQuality) {
+    c.keyR2 = fit.keyQuality->r2;
+    c.keyDelta = fit.keyQuality->delta;
+  }
   c.fit = fitKindName(o.fit);
   c.lambdaB = fit.ls.lambdaB;
   c.lambda = fit.ls.lambda;
@@ -104,6 +110,9 @@ CompiledAsap compileAsap(const VitRunner& runner, const std::string& checkpoint,
   if (o.out.empty()) throw InvalidArgument("asap-compile needs an output folder");
   if (o.shared && o.sequential)
     throw InvalidArgument("--shared fits one beta on every layer at once; it cannot be combined with --sequential");
+  if (o.fit == FitKind::Kl && predictsBothDuals(o.features))
+    throw InvalidArgument("--fit kl is not defined for --features predict-both (the KL surrogate is the key-closed "
+                          "plan, which predict-both never forms); use --fit ls");
   const FashionMnistSplit split = loadFashionMnist(calibration.part);
   if (calibration.last >= split.count)
     throw InvalidArgument("--calib asks for image " + std::to_string(calibration.last) + " but the split has " +
@@ -118,6 +127,7 @@ CompiledAsap compileAsap(const VitRunner& runner, const std::string& checkpoint,
   compiled.closing = compiled.T % 2 == 0 ? "column" : "row";
   compiled.sequential = o.sequential;
   compiled.shared = o.shared;
+  compiled.features = asapFeaturesName(o.features);
 
   const int images = calibration.last - calibration.first + 1;
   const size_t pixels = size_t(FashionMnistSplit::kRows) * FashionMnistSplit::kCols;

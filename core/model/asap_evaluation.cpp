@@ -28,7 +28,11 @@ struct RowSpec {
 struct ZeroBetaModel {
   std::string dir;
   explicit ZeroBetaModel(CompiledAsap c) {
-    for (auto& l : c.layers) l.beta.setZero();
+    c.features = "potentials";  // Φβ = 0 whatever the family: the baselines close the zero dual
+    for (auto& l : c.layers) {
+      l.beta.setZero();
+      l.keyBeta.resize(0);
+    }
     dir = (std::filesystem::temp_directory_path() /
            ("tl-asap-beta0-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
               .string();
@@ -145,10 +149,14 @@ std::vector<ImageEvaluation> evaluateImages(const EvaluationPlan& plan, const Fa
   return evaluations;
 }
 
-// The row label of compiled model i: its fit kind ("ls"); with L when another model has the same fit kind
-// ("ls, L=16", a slice-count ablation); with its folder when that is not enough either.
+// The row label of compiled model i: its fit kind and, unless the sliced potentials, its feature family ("ls",
+// "ls, raw"); with L when another model has the same kind ("ls, L=16", a slice-count ablation); with its folder
+// when that is not enough either.
 std::string modelLabel(const std::vector<CompiledAsap>& models, const std::vector<std::string>& dirs, size_t i) {
-  auto fitOf = [&](size_t k) { return models[k].layers.empty() ? std::string() : models[k].layers.front().fit; };
+  auto fitOf = [&](size_t k) {
+    const std::string fit = models[k].layers.empty() ? std::string() : models[k].layers.front().fit;
+    return models[k].features == "potentials" ? fit : fit + ", " + models[k].features;
+  };
   auto slicesOf = [&](size_t k) { return models[k].layers.empty() ? 0L : long(models[k].layers.front().slices.rows()); };
   bool sameFit = false, sameFitAndL = false;
   for (size_t k = 0; k < models.size(); ++k) {
@@ -186,7 +194,8 @@ AsapEvaluation evaluateCompiledAsap(const VitRunner& runner, const AsapEvaluatio
   for (size_t i = 0; i < models.size(); ++i) {
     const std::string asap = compiledAsapOperator(models[i], o.compiled[i]);
     const std::string fit = " (" + modelLabel(models, o.compiled, i) + ")";
-    specs.push_back({"ASAP-0" + fit, asap + ",variant=asap0", &models[i]});
+    // predict-both has no closure, so no ASAP-0 / ASAP pair: its one plan is P(f̂, ĝ).
+    if (models[i].features != "predict-both") specs.push_back({"ASAP-0" + fit, asap + ",variant=asap0", &models[i]});
     specs.push_back({"ASAP" + fit, asap, &models[i]});
   }
   baselines.push_back(std::make_unique<ZeroBetaModel>(first));

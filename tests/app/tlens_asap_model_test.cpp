@@ -76,6 +76,48 @@ TEST_F(TlensAsapModel, SharedCoefficientsFitOneLayerForAll) {
                                     {"--shared"}));
 }
 
+// The feature families (docs/operators/asap.md#feature-families): the manifest records each; the default is
+// the sliced potentials bit for bit; predict-both stores β_g and its key-side R², refuses KL, and asap-eval
+// gives it one row (no closure, so its columns are not exact) beside each other family's ASAP-0 and ASAP rows.
+TEST_F(TlensAsapModel, FeatureFamiliesCompileAndEvaluate) {
+  const std::string plain = scratchDir("asap_default");
+  compile(plain);
+  std::vector<std::string> dirs;
+  for (const std::string family : {"potentials", "raw", "rank-displacement", "predict-both"}) {
+    SCOPED_TRACE(family);
+    dirs.push_back(scratchDir("asap_" + family));
+    const auto manifest = compile(dirs.back(), {"--features", family});
+    EXPECT_EQ(manifest.at("features"), family);
+    for (const auto& layer : manifest.at("layers")) EXPECT_EQ(layer.contains("key_r2"), family == "predict-both");
+  }
+  EXPECT_EQ(readText(plain + "/asap.safetensors"), readText(dirs[0] + "/asap.safetensors"));
+  EXPECT_NE(readText(dirs[0] + "/asap.safetensors"), readText(dirs[1] + "/asap.safetensors"));
+  EXPECT_TRUE(failsWithOneErrorLine(
+      tlens({"asap-compile", kSinkhornVit, "--features", "predict-both", "--fit", "kl", "--out", dirs[3]}), 2,
+      {"predict-both", "--fit kl"}));
+  // The families combine with shared coefficients: one β (and β_g) for both layers.
+  const auto shared = compile(scratchDir("asap_shared_both"), {"--shared", "--features", "predict-both"});
+  EXPECT_EQ(shared.at("features"), "predict-both");
+  EXPECT_TRUE(shared.at("shared").get<bool>());
+  EXPECT_EQ(shared.at("layers")[0].at("key_r2"), shared.at("layers")[1].at("key_r2"));
+
+  const std::string json = scratchDir("asap_eval_families") + "/table.json";
+  std::vector<std::string> args = {"asap-eval", kSinkhornVit, "--limit", "8", "--json", json};
+  for (const auto& dir : dirs) args.insert(args.end(), {"--compiled", dir});
+  const CliRun run = tlens(args);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : report.at("rows")) rows[row.at("name")] = row;
+  for (const char* name : {"ASAP (ls)", "ASAP (ls, raw)", "ASAP-0 (ls, rank-displacement)", "ASAP (ls, predict-both)"})
+    EXPECT_TRUE(rows.count(name)) << name << " in " << report.at("rows").dump();
+  EXPECT_FALSE(rows.count("ASAP-0 (ls, predict-both)"));
+  EXPECT_LT(rows["ASAP (ls, raw)"].at("overall").at("col_error_max").get<double>(), 1e-12);
+  EXPECT_GT(rows["ASAP (ls, predict-both)"].at("overall").at("col_error_max").get<double>(), 1e-6);
+  EXPECT_NE(rows["ASAP (ls, predict-both)"].at("operator").get<std::string>().find("features=predict-both"),
+            std::string::npos);
+}
+
 TEST_F(TlensAsapModel, EvalSwapsTheCompiledLayersIn) {
   const std::string out = scratchDir("asap_for_eval");
   compile(out);

@@ -92,6 +92,57 @@ TEST(TlensAsapFit, MakeSlicesWritesTheBankItFitted) {
   EXPECT_EQ(readNpyMatrix<double>(out + "/beta.npy").rows(), 12);
 }
 
+// The feature families (docs/operators/asap.md#feature-families): fit.json records the family; predict-both
+// also writes key_beta.npy, and `tlens plan` runs P(f̂, ĝ) from the three files, with the key dual Ψβ_g − b
+// up to the one mass constant, and inexact marginals.
+TEST(TlensAsapFit, FeatureFamiliesAreRecordedAndPredictBothRunsInPlan) {
+  std::string fit;  // predict-both's folder
+  for (const std::string family : {"potentials", "raw", "rank-displacement", "predict-both"}) {
+    SCOPED_TRACE(family);
+    const std::string out = scratchDir("asap_fit_" + family);
+    if (family == "predict-both") fit = out;
+    std::vector<std::string> args = fitArgs(out, "ls");
+    args.insert(args.end(), {"--features", family});
+    const CliRun run = runTlens(args);
+    ASSERT_EQ(run.status, 0) << run.err;
+    const auto json = nlohmann::json::parse(readText(out + "/fit.json"));
+    EXPECT_EQ(json.at("features"), family);
+    EXPECT_EQ(json.contains("key_r2"), family == "predict-both");
+    EXPECT_EQ(fileExists(out + "/key_beta.npy"), family == "predict-both");
+    if (family == "potentials") {  // the default family is the reference fit
+      EXPECT_EQ(compareWithInf(readNpyMatrix<double>(out + "/beta.npy"), readNpyMatrix<double>(fixture("beta_ls")), 1e-10),
+                std::nullopt);
+    }
+  }
+  const std::vector<MatD> Q = readNpyStack(fixture("q")), K = readNpyStack(fixture("k"));
+  const std::string in = scratchDir("asap_fit_both_head");
+  writeNpy(in + "/q.npy", Q[0]);
+  writeNpy(in + "/k.npy", K[0]);
+  const std::string out = scratchDir("asap_fit_both_plan");
+  const CliRun run = runTlens({"plan", "--q", in + "/q.npy", "--k", in + "/k.npy", "--op",
+                               "asap:features=predict-both,slices=" + fixture("slices") + ",beta=" + fit +
+                                   "/beta.npy,key_beta=" + fit + "/key_beta.npy",
+                               "--out", out});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const MatD psi = readNpyMatrix<double>(out + "/asap_key_features.npy");
+  const VecD b = K[0].rowwise().squaredNorm() / (2.0 * std::sqrt(8.0));
+  const VecD v = readNpyMatrix<double>(out + "/v.npy").reshaped();
+  const VecD expected = psi * readNpyMatrix<double>(fit + "/key_beta.npy") - MatD(b);
+  const VecD shift = v - expected;  // one constant (the total mass), the same on every key
+  EXPECT_LT(shift.maxCoeff() - shift.minCoeff(), 1e-9);
+  const MatD plan = readNpyMatrix<double>(out + "/plan.npy");
+  EXPECT_NEAR(plan.sum(), double(plan.rows()), 1e-9);
+  EXPECT_GT((plan.colwise().sum().array() - 1).abs().maxCoeff(), 1e-3) << "no closure: the columns are not exact";
+  EXPECT_TRUE(failsWithOneErrorLine(runTlens({"asap-fit", "--q", fixture("q"), "--k", fixture("k"), "--dual",
+                                              fixture("u"), "--slices", fixture("slices"), "--features",
+                                              "predict-both", "--fit", "kl", "--out", out}),
+                                    2, {"predict-both", "fit=kl"}));
+  EXPECT_TRUE(failsWithOneErrorLine(runTlens({"asap-fit", "--q", fixture("q"), "--k", fixture("k"), "--dual",
+                                              fixture("u"), "--slices", fixture("slices"), "--features", "sliced",
+                                              "--out", out}),
+                                    2, {"sliced", "rank-displacement"}));
+}
+
 TEST(TlensAsapFit, BadInputsGetOneLineAndExitTwo) {
   const std::string out = scratchDir("asap_fit_bad");
   // K's shape does not match Q's.

@@ -59,8 +59,19 @@ AsapCompileDialog::AsapCompileDialog(const std::string& checkpoint, int numLayer
   slices_ = new QSpinBox(this);
   slices_->setObjectName("asapCompileSlices");
   slices_->setRange(1, 1024);
-  slices_->setToolTip(tr("Slices L per layer: the sliced-potential features the fit combines"));
+  slices_->setToolTip(tr("Slices L per layer: one feature per slice, the features the fit combines"));
   form->addRow(tr("Slices L"), slices_);
+
+  features_ = new QComboBox(this);
+  features_->setObjectName("asapCompileFeatures");
+  features_->addItem(tr("sliced potentials (ASAP)"), "potentials");
+  features_->addItem(tr("raw centred projections"), "raw");
+  features_->addItem(tr("rank displacement T(x) − x"), "rank-displacement");
+  features_->addItem(tr("predict both duals, no c-transform (LS only)"), "predict-both");
+  features_->setToolTip(tr("What the columns of Φ are (docs/operators/asap.md#feature-families). The alternatives "
+                           "are the paper's design ablation; predict-both also regresses the key dual and forms "
+                           "P(f̂, ĝ) with no closure, so its marginals are not exact."));
+  form->addRow(tr("Features"), features_);
 
   fit_ = new QComboBox(this);
   fit_->setObjectName("asapCompileFit");
@@ -121,7 +132,7 @@ AsapCompileDialog::AsapCompileDialog(const std::string& checkpoint, int numLayer
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(new QLabel(tr("Fits one sliced-potential β per layer to the teacher's Sinkhorn duals on the "
+  layout->addWidget(new QLabel(tr("Fits one β per layer (on the chosen features) to the teacher's Sinkhorn duals on the "
                                    "calibration images (as <tt>tlens asap-compile</tt>).<br>Checkpoint: <tt>%1</tt>")
                                    .arg(QString::fromStdString(checkpoint).toHtmlEscaped()),
                                this));
@@ -144,6 +155,7 @@ void AsapCompileDialog::setOptions(const AsapCompileOptions& o) {
     }
   }
   slices_->setValue(o.L);
+  features_->setCurrentIndex(features_->findData(QString::fromStdString(asapFeaturesName(o.features))));
   fit_->setCurrentIndex(fit_->findData(QString::fromStdString(fitKindName(o.fit))));
   lambdaB_->setText(QString::number(o.lambdaB, 'g', 6));
   for (size_t l = 0; l < layers_.size(); ++l)
@@ -156,6 +168,7 @@ AsapCompileOptions AsapCompileDialog::options() const {
   AsapCompileOptions o;
   o.calibration = calibrationText(split_, first_, last_).toStdString();
   o.L = slices_->value();
+  o.features = parseAsapFeatures(features_->currentData().toString().toStdString());
   o.fit = parseFitKind(fit_->currentData().toString().toStdString());
   o.lambdaB = lambdaB_->text().toDouble();
   bool all = true;
@@ -183,6 +196,8 @@ void AsapCompileDialog::accept() {
     problem = tr("The first calibration image comes after the last.");
   else if (!(lambdaB_->text().toDouble() >= 0) || lambdaB_->text().isEmpty())
     problem = tr("λ_B must be a number ≥ 0, e.g. 1e-4.");
+  else if (features_->currentData() == "predict-both" && fit_->currentData() == "kl")
+    problem = tr("KL is not defined for predict-both (it never forms the key-closed plan): use least squares.");
   problem_->setText(problem);
   problem_->setVisible(!problem.isEmpty());
   if (problem.isEmpty()) QDialog::accept();

@@ -1,6 +1,6 @@
 #pragma once
 // Model › Compile this checkpoint into ASAP… (docs/gui.md#compiling-a-checkpoint-into-asap): the settings of
-// `tlens asap-compile` as a form (calibration images, slices, fit, λ_B, layers, parallel / sequential / shared,
+// `tlens asap-compile` as a form (calibration images, slices, feature family, fit, λ_B, layers, parallel / sequential / shared,
 // output folder, defaulting next to the checkpoint) and whether to swap the compiled layers in when done.
 // The dialog only collects settings; the main window runs the compiler off the GUI thread.
 #include <QDialog>
@@ -31,13 +31,15 @@ class AsapCompileDialog : public QDialog {
   // `<checkpoint>-asap` beside a checkpoint folder or weights file (its extension dropped).
   static std::string defaultOutput(const std::string& checkpoint);
 
-  void accept() override;  // refuses (with the reason in the dialog) an empty layer set or output folder
+  // Refuses (with the reason in the dialog) an empty layer set or output folder, or KL with predict-both.
+  void accept() override;
 
  private:
   QComboBox* split_ = nullptr;
   QSpinBox* first_ = nullptr;
   QSpinBox* last_ = nullptr;
   QSpinBox* slices_ = nullptr;
+  QComboBox* features_ = nullptr;  // the feature family (Table F.3's design alternatives)
   QComboBox* fit_ = nullptr;
   QLineEdit* lambdaB_ = nullptr;
   std::vector<QCheckBox*> layers_;

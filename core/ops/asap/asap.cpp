@@ -10,7 +10,7 @@
 #include "ops/asap/asap_device.h"
 #include "ops/asap/asap_steps.h"
 #include "ops/asap/compiled_asap.h"
-#include "ops/asap/sliced_potentials.h"
+#include "ops/asap/feature_families.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
@@ -19,6 +19,30 @@
 
 namespace tl {
 namespace {
+
+template <class T>
+T logSumExpOf(const Vec<T>& w) {
+  const T top = w.maxCoeff();
+  if (!std::isfinite(top)) return top;
+  T sum = 0;
+  for (Eigen::Index i = 0; i < w.size(); ++i) sum += std::exp(w(i) - top);  // scalar: n terms, once per plan
+  return top + std::log(sum);
+}
+
+// predict-both's key dual in score coordinates: v0 = Ψβ_g − b (b_j = ‖k_j‖²/(2√d)), −inf on padded keys.
+template <class T>
+Vec<T> asapKeyDual(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask,
+                   PlanResult<T>& r) {
+  const MatD K = in.K.template cast<double>();
+  const MatD psi = keyPotentialFeatures(in.Q.template cast<double>(), K, *p.slices, keyMask);
+  const VecD b = K.rowwise().squaredNorm() / (2.0 * std::sqrt(double(in.K.cols())));
+  r.extras["asap_key_features"] = psi.template cast<T>();
+  Vec<T> v0 = (psi * (*p.keyBeta) - b).template cast<T>();
+  if (keyMask)
+    for (Eigen::Index j = 0; j < v0.size(); ++j)
+      if (!(*keyMask)(j)) v0(j) = -std::numeric_limits<T>::infinity();
+  return v0;
+}
 
 template <class T>
 PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask) {
@@ -45,8 +69,15 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   auto sourceClosure = [&](const Vec<T>& vt) -> Vec<T> { return logMu - X.rowLogSumExp(vt); };
 
   Vec<T> ut = u0 / eps;
-  Vec<T> vt = keyClosure(ut);
-  if (p.variant == AsapVariant::TwoSided) {
+  Vec<T> vt;
+  if (predictsBothDuals(p.features)) {
+    // P(f̂, ĝ), no closure: one constant so that the total mass is Σν (centring dropped it from f̂ + ĝ).
+    vt = asapKeyDual(in, p, keyMask, r) / eps;
+    vt.array() += logSumExpOf<T>(logNu) - logSumExpOf<T>(Vec<T>(X.colLogSumExp(ut) + vt));
+  } else {
+    vt = keyClosure(ut);
+  }
+  if (!predictsBothDuals(p.features) && p.variant == AsapVariant::TwoSided) {
     ut = sourceClosure(vt);
     if (p.closing == Closing::Column) vt = keyClosure(ut);
   }
@@ -81,7 +112,8 @@ Vec<T> asapSourceDual(const AttentionInput<T>& in, const AsapParams& p, const st
   if (p.slices->cols() != in.Q.cols())
     throw InvalidArgument("asap: slices must be L×d with d = " + std::to_string(in.Q.cols()) + " (the head dimension); got " +
                           std::to_string(p.slices->rows()) + "×" + std::to_string(p.slices->cols()));
-  const MatD phi = slicedFeatures(in.Q.template cast<double>(), in.K.template cast<double>(), *p.slices, keyMask);
+  const MatD phi =
+      sourceFeatures(in.Q.template cast<double>(), in.K.template cast<double>(), *p.slices, keyMask, p.features);
   const VecD a = in.Q.template cast<double>().rowwise().squaredNorm() / (2.0 * std::sqrt(double(in.Q.cols())));
   r.extras["asap_features"] = phi.template cast<T>();
   return (phi * (*p.beta) - a).template cast<T>();
@@ -130,6 +162,12 @@ const ParamBindings<AsapParams>& asapParamBindings() {
              [](AsapParams& p, const ParamValue& path) { p.slices = readNpyMatrixCached(std::get<std::string>(path)); });
     b.custom(pathParam("beta", "coefficients β of the compiled layer (.npy, length L)"),
              [vector](AsapParams& p, const ParamValue& path) { p.beta = vector(path); });
+    b.parsed(choiceParam("features", {"potentials", "raw", "rank-displacement", "predict-both"},
+                         "feature family of slices+beta (a compiled model records its own): sliced potentials, raw "
+                         "projections, rank displacement, or predict both duals with no closure (needs key_beta)"),
+             &AsapParams::features, parseAsapFeatures, asapFeaturesName);
+    b.custom(pathParam("key_beta", "coefficients β_g of the key dual for features=predict-both (.npy, length L)"),
+             [vector](AsapParams& p, const ParamValue& path) { p.keyBeta = vector(path); });
     b.custom(pathParam("dual", "source dual u in score coordinates (.npy, length n) instead of slices+beta"),
              [vector](AsapParams& p, const ParamValue& path) { p.dual = vector(path); });
     b.custom(pathParam("compiled", "a compiled model's folder (tlens asap-compile) instead of slices+beta"),
@@ -149,9 +187,11 @@ AsapParams AsapParams::from(const ParamSet& resolved) {
   if (p.variant == AsapVariant::Asap0 && p.closing == Closing::Row)
     throw InvalidArgument("asap: variant=asap0 always ends on the key side (exact columns); use variant=two-sided "
                           "for closing=row");
+  if (p.variant == AsapVariant::Asap0 && predictsBothDuals(p.features))
+    throw InvalidArgument("asap: features=predict-both forms P(f̂, ĝ) with no closure; variant=asap0 does not apply");
   if (p.compiled) {
-    if (p.dual || p.slices || p.beta)
-      throw InvalidArgument("asap: give compiled=DIR alone, without dual, slices or beta");
+    if (p.dual || p.slices || p.beta || p.keyBeta)
+      throw InvalidArgument("asap: give compiled=DIR alone, without dual, slices, beta or key_beta");
     if (p.layer < 0)
       throw InvalidArgument("asap: compiled=DIR needs layer=<index> outside a model (inside one, the layer it "
                             "replaces is used)");
@@ -159,14 +199,24 @@ AsapParams AsapParams::from(const ParamSet& resolved) {
     if (compiled.eps != p.eps)
       throw InvalidArgument("asap: " + *p.compiled + " was fitted at eps = " + formatValue(compiled.eps) +
                             "; set eps=" + formatValue(compiled.eps));
+    const AsapFeatures recorded = parseAsapFeatures(compiled.features);
+    if (p.features != AsapFeatures::Potentials && p.features != recorded)
+      throw InvalidArgument("asap: " + *p.compiled + " was compiled with features=" + compiled.features +
+                            "; drop features=" + asapFeaturesName(p.features) + " or set it to " + compiled.features);
+    if (p.variant == AsapVariant::Asap0 && predictsBothDuals(recorded))
+      throw InvalidArgument("asap: " + *p.compiled + " predicts both duals (no closure); variant=asap0 does not apply");
     const CompiledAsapLayer& layer = compiled.at(p.layer);
+    p.features = recorded;
     p.slices = layer.slices;
     p.beta = layer.beta;
+    if (predictsBothDuals(recorded)) p.keyBeta = layer.keyBeta;
     return p;
   }
   if (p.dual) {
-    if (p.slices || p.beta)
+    if (p.slices || p.beta || p.keyBeta)
       throw InvalidArgument("asap: give either dual=PATH.npy or slices=PATH.npy with beta=PATH.npy, not both");
+    if (p.features != AsapFeatures::Potentials)
+      throw InvalidArgument("asap: features applies to slices+beta, not to a given dual");
     return p;
   }
   if (!p.slices || !p.beta)
@@ -177,6 +227,12 @@ AsapParams AsapParams::from(const ParamSet& resolved) {
     throw InvalidArgument("asap: beta has " + std::to_string(p.beta->size()) + " entries but slices has L = " +
                           std::to_string(p.slices->rows()) + " rows; beta needs one coefficient per slice");
   if (!p.slices->allFinite() || !p.beta->allFinite()) throw InvalidArgument("asap: slices and beta must be finite");
+  if (predictsBothDuals(p.features) != p.keyBeta.has_value())
+    throw InvalidArgument(p.keyBeta ? "asap: key_beta is only used with features=predict-both"
+                                    : "asap: features=predict-both needs key_beta=PATH.npy (β_g, length L)");
+  if (p.keyBeta && (p.keyBeta->size() != p.slices->rows() || !p.keyBeta->allFinite()))
+    throw InvalidArgument("asap: key_beta needs L = " + std::to_string(p.slices->rows()) +
+                          " finite coefficients; it has " + std::to_string(p.keyBeta->size()));
   return p;
 }
 
@@ -202,6 +258,10 @@ template PlanResult<double> asapAttention(const AttentionInput<double>&, const A
 void registerAsap(OperatorRegistry& registry) {
   CudaPath<AsapParams> cuda;
   cuda.run = asapOnDevice;
+  cuda.unsupported = [](const AsapParams& p) -> std::optional<std::string> {
+    if (!predictsBothDuals(p.features)) return std::nullopt;
+    return std::string("features=predict-both (no closure) runs on the CPU reference");
+  };
   registry.add(familyInfo<AsapParams>(
       {{"asap", "ASAP",
         "compiled Sinkhorn layer: sliced-potential dual prediction + entropic c-transforms (needs slices+beta "

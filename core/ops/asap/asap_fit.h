@@ -8,12 +8,15 @@
 //       with r_m the row sums of the teacher's one-sided plan P(u, K(u)) (transport scale), minimised by
 //       Newton with backtracking from the LS solution, L-BFGS as fallback, until ‖∇J‖ < 1e-8.
 // Every head instance is one example m; N counts them all (layers pool their heads).
+// The feature family (docs/operators/asap.md#feature-families) only changes Φ, except predict-both: it adds an
+// LS fit of the centred key dual ḡ on the key-side potentials Ψ (β_g); KL is not defined for it.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/feedback.h"
 #include "common/matrix.h"
+#include "ops/asap/feature_families.h"
 #include "ops/mask_mode.h"
 #include "ops/score_geometry.h"
 
@@ -37,6 +40,7 @@ std::vector<FitInstance> readFitInstances(const std::string& qPath, const std::s
 struct FitSettings {
   double eps = 1.0;  // the teacher's eps
   MaskMode maskMode = MaskMode::Subsequence;
+  AsapFeatures features = AsapFeatures::Potentials;
 };
 
 // What one instance contributes, computed once: the scores, features and targets of the fit.
@@ -49,6 +53,10 @@ struct FitExample {
   VecD target;     // f̄ = u + a centred over lossRows (cost units); 0 elsewhere
   VecD logNu;      // log ν_j: −log n on valid keys, −inf on padded ones (keep-queries)
   VecD teacherRowMass;  // r = P(u, K(u))·1 in transport scale: the KL target
+  // predict-both only: Ψ (n × L), and ḡ = v + b of the teacher's plan P(u, K(u)) centred over the valid keys
+  // (cost units, b_j = ‖k_j‖²/(2√d)); the key loss rows are the valid keys (the same tokens as lossRows).
+  MatD keyPhi;
+  VecD keyTarget;
 };
 
 // Validates the instance (shapes, finite dual on the tokens in use) and computes its example. Under
@@ -128,6 +136,8 @@ struct FitQuality {
 };
 
 FitQuality fitQuality(const std::vector<FitExample>& examples, const VecD& beta);
+// The same for predict-both's key side: ĝ = Ψβ_g against ḡ.
+FitQuality keyFitQuality(const std::vector<FitExample>& examples, const VecD& keyBeta);
 
 // ---- one layer, start to finish ----------------------------------------------------------------------------
 
@@ -141,18 +151,24 @@ struct LayerFit {
   LsFit ls;         // always computed: the KL start, and λ = n_rows·λ_B
   std::optional<KlFit> kl;
   FitQuality quality;  // of `beta`
+  // predict-both: β_g of the key side, its LS solve and quality.
+  VecD keyBeta;
+  std::optional<LsFit> keyLs;
+  std::optional<FitQuality> keyQuality;
   double seconds = 0;  // features + solve (the teacher's duals are given)
 };
 
 // How close the compiled layer's plans come to the teacher's on the instances themselves: mean over instances
 // of ‖A − A^T‖_F/‖A^T‖_F (docs/operators/asap.md#fitting). The teacher's plan is recovered from its dual:
-// ASAP-0 of u for a column-ending teacher, two-sided row-ending ASAP of u for a row-ending one.
+// ASAP-0 of u for a column-ending teacher, two-sided row-ending ASAP of u for a row-ending one. With
+// predict-both (keyBeta given) there is one plan, P(f̂, ĝ): asap0 and asap are both its error. The β = 0
+// baselines use the sliced potentials' closures (Φβ = 0 whatever the family).
 struct FitSetErrors {
   double asap0 = 0, asap = 0;                  // with β
   double baselineAsap0 = 0, baselineAsap = 0;  // β = 0 (zero dual in cost units)
 };
 FitSetErrors fitSetErrors(const std::vector<FitInstance>& instances, const MatD& slices, const VecD& beta,
-                          const FitSettings& settings, bool rowEndingTeacher);
+                          const FitSettings& settings, bool rowEndingTeacher, const VecD& keyBeta = VecD());
 
 // Features of every instance, the LS solve and, for KL, the Newton fit; progress per instance.
 LayerFit fitLayer(const std::vector<FitInstance>& instances, const MatD& slices, const FitSettings& settings,

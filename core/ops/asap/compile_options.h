@@ -15,6 +15,7 @@ struct AsapCompileOptions {
   int L = 64;               // slices per layer
   uint64_t seed = 0;        // slice bank of layer ℓ: seed + ℓ
   FitKind fit = FitKind::Ls;
+  AsapFeatures features = AsapFeatures::Potentials;  // docs/operators/asap.md#feature-families
   double lambdaB = 1e-4;
   bool sequential = false;
   bool shared = false;  // one slice bank (seed) and one β for every compiled layer, fitted on all of them

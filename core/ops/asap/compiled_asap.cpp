@@ -11,6 +11,7 @@
 #include "io/atomic_file.h"
 #include "io/checkpoint/safetensors.h"
 #include "io/npy_cache.h"
+#include "ops/asap/feature_families.h"
 
 namespace tl {
 namespace {
@@ -36,10 +37,22 @@ MatD fromTensor(const HostTensor& t, const std::string& name, const std::string&
 std::string prefix(int layer) { return "layers." + std::to_string(layer) + "."; }
 
 nlohmann::json layerJson(const CompiledAsapLayer& l) {
-  return {{"layer", l.layer},   {"L", l.slices.rows()}, {"d", l.slices.cols()},   {"seed", l.seed},
-          {"fit", l.fit},       {"lambda_b", l.lambdaB}, {"lambda", l.lambda},     {"rows", l.rows},
-          {"instances", l.instances}, {"r2", l.r2},     {"delta", l.delta},       {"fit_seconds", l.fitSeconds},
-          {"converged", l.converged}};
+  nlohmann::json j = {{"layer", l.layer},   {"L", l.slices.rows()}, {"d", l.slices.cols()},   {"seed", l.seed},
+                      {"fit", l.fit},       {"lambda_b", l.lambdaB}, {"lambda", l.lambda},     {"rows", l.rows},
+                      {"instances", l.instances}, {"r2", l.r2},     {"delta", l.delta},       {"fit_seconds", l.fitSeconds},
+                      {"converged", l.converged}};
+  if (l.keyBeta.size() > 0) {
+    j["key_r2"] = l.keyR2;
+    j["key_delta"] = l.keyDelta;
+  }
+  return j;
+}
+
+MatD requiredTensor(const SafetensorsFile& tensors, int layer, const std::string& name, const std::string& path) {
+  const std::string key = prefix(layer) + name;
+  if (!tensors.tensors.count(key))
+    throw FileError(path + ": no tensor " + key + " for layer " + std::to_string(layer));
+  return fromTensor(tensors.tensors.at(key), name, path);
 }
 
 }  // namespace
@@ -57,6 +70,7 @@ void CompiledAsap::roundToStoredPrecision() {
   for (auto& l : layers) {
     l.slices = l.slices.cast<float>().cast<double>();
     l.beta = l.beta.cast<float>().cast<double>();
+    l.keyBeta = l.keyBeta.cast<float>().cast<double>();
   }
 }
 
@@ -67,6 +81,7 @@ void saveCompiledAsap(const std::string& dir, const CompiledAsap& c) {
   for (const auto& l : c.layers) {
     tensors[prefix(l.layer) + "slices"] = toTensor(l.slices.data(), {l.slices.rows(), l.slices.cols()});
     tensors[prefix(l.layer) + "beta"] = toTensor(l.beta.data(), {l.beta.size()});
+    if (l.keyBeta.size() > 0) tensors[prefix(l.layer) + "key_beta"] = toTensor(l.keyBeta.data(), {l.keyBeta.size()});
     layers.push_back(layerJson(l));
   }
   writeSafetensors(dir + kTensorsFile, tensors, {{"format", "transportlens-asap"}});
@@ -75,6 +90,7 @@ void saveCompiledAsap(const std::string& dir, const CompiledAsap& c) {
                                    {"teacher", c.teacher},           {"T", c.T},
                                    {"eps", c.eps},                   {"closing", c.closing},
                                    {"sequential", c.sequential},     {"shared", c.shared},
+                                   {"features", c.features},
                                    {"tensors", "asap.safetensors"},
                                    {"layers", layers}};
   writeFileAtomically(dir + kManifestFile, manifest.dump(1) + "\n");
@@ -100,6 +116,13 @@ CompiledAsap loadCompiledAsap(const std::string& dir) {
     c.closing = j.at("closing").get<std::string>();
     c.sequential = j.at("sequential").get<bool>();
     c.shared = j.value("shared", false);  // absent: per-layer fits
+    c.features = j.value("features", std::string("potentials"));  // absent: written before the families existed
+    AsapFeatures features;
+    try {
+      features = parseAsapFeatures(c.features);
+    } catch (const InvalidArgument& e) {
+      throw FileError(manifestPath + ": " + e.what());
+    }
     for (const auto& e : j.at("layers")) {
       CompiledAsapLayer l;
       l.layer = e.at("layer").get<int>();
@@ -113,14 +136,18 @@ CompiledAsap loadCompiledAsap(const std::string& dir) {
       l.delta = e.at("delta").get<double>();
       l.fitSeconds = e.at("fit_seconds").get<double>();
       l.converged = e.at("converged").get<bool>();
-      for (const char* name : {"slices", "beta"})
-        if (!tensors.tensors.count(prefix(l.layer) + name))
-          throw FileError(tensorsPath + ": no tensor " + prefix(l.layer) + name + " for layer " + std::to_string(l.layer));
-      l.slices = fromTensor(tensors.tensors.at(prefix(l.layer) + "slices"), "slices", tensorsPath);
-      l.beta = fromTensor(tensors.tensors.at(prefix(l.layer) + "beta"), "beta", tensorsPath);
-      if (l.beta.size() != l.slices.rows())
-        throw FileError(tensorsPath + ": layer " + std::to_string(l.layer) + " has " + std::to_string(l.beta.size()) +
-                        " coefficients for " + std::to_string(l.slices.rows()) + " slices");
+      l.slices = requiredTensor(tensors, l.layer, "slices", tensorsPath);
+      l.beta = requiredTensor(tensors, l.layer, "beta", tensorsPath);
+      if (predictsBothDuals(features)) {
+        l.keyBeta = requiredTensor(tensors, l.layer, "key_beta", tensorsPath);
+        l.keyR2 = e.at("key_r2").get<double>();
+        l.keyDelta = e.at("key_delta").get<double>();
+      }
+      for (const VecD* coefficients : {&l.beta, &l.keyBeta})
+        if ((coefficients == &l.beta || predictsBothDuals(features)) && coefficients->size() != l.slices.rows())
+          throw FileError(tensorsPath + ": layer " + std::to_string(l.layer) + " has " +
+                          std::to_string(coefficients->size()) + " coefficients for " +
+                          std::to_string(l.slices.rows()) + " slices");
       c.layers.push_back(std::move(l));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -140,7 +167,8 @@ CompiledAsap loadCompiledAsapCached(const std::string& dir) {
 }
 
 std::string compiledAsapOperator(const CompiledAsap& compiled, const std::string& dir) {
-  return "asap:compiled=" + dir + ",eps=" + formatValue(compiled.eps) + ",closing=" + compiled.closing;
+  const std::string features = compiled.features == "potentials" ? "" : ",features=" + compiled.features;
+  return "asap:compiled=" + dir + ",eps=" + formatValue(compiled.eps) + ",closing=" + compiled.closing + features;
 }
 
 }  // namespace tl

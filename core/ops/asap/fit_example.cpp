@@ -5,7 +5,7 @@
 
 #include "common/errors.h"
 #include "ops/asap/asap_fit.h"
-#include "ops/asap/sliced_potentials.h"
+#include "ops/asap/feature_families.h"
 #include "ops/subsequence.h"
 
 namespace tl {
@@ -44,9 +44,9 @@ FitExample prepareFitExample(const FitInstance& instance, const MatD& slices, co
   const Eigen::Index n = Q.rows();
   const Mask lossRows = keyMask ? *keyMask : Mask(Mask::Ones(n));
 
-  FitExample e{DenseScores<double>(Q, K, settings.eps), settings.eps, {}, {}, lossRows, {}, {}, {}};
+  FitExample e{DenseScores<double>(Q, K, settings.eps), settings.eps, {}, {}, lossRows, {}, {}, {}, {}, {}};
   e.a = Q.rowwise().squaredNorm() / (2.0 * std::sqrt(double(Q.cols())));
-  e.phi = slicedFeatures(Q, K, slices, keyMask);
+  e.phi = sourceFeatures(Q, K, slices, keyMask, settings.features);
 
   // Target: cost-coordinate dual centred over the loss rows (docs/operators/asap.md#fitting).
   const VecD cost = dual + e.a;
@@ -62,18 +62,31 @@ FitExample prepareFitExample(const FitInstance& instance, const MatD& slices, co
   const VecD ut = dual / settings.eps;
   const VecD vt = e.logNu - e.X.colLogSumExp(ut);
   e.teacherRowMass = e.X.plan(ut, vt, 1.0).rowwise().sum();
+  if (predictsBothDuals(settings.features)) {
+    // The key dual of the same plan, in cost units, centred over the valid keys (the shift the source target
+    // lost is the one constant P(f̂, ĝ) fixes by its total mass).
+    e.keyPhi = keyPotentialFeatures(Q, K, slices, keyMask);
+    const VecD keyCost = lossRows.select(settings.eps * vt + K.rowwise().squaredNorm() / (2.0 * std::sqrt(double(K.cols()))), 0.0);
+    const double keyMean = keyCost.sum() / double(lossRows.count());
+    e.keyTarget = lossRows.select(keyCost.array() - keyMean, 0.0);
+  }
   return e;
 }
 
 VecD predictedSourceDual(const FitExample& example, const VecD& beta) { return example.phi * beta - example.a; }
 
-FitQuality fitQuality(const std::vector<FitExample>& examples, const VecD& beta) {
+namespace {
+
+// R², δ and R̂ of features·β against the targets, over the loss rows.
+FitQuality quality(const std::vector<FitExample>& examples, const VecD& beta, bool keySide) {
   double residual = 0, total = 0, delta = 0;
   Eigen::Index rows = 0;
   for (const FitExample& e : examples) {
-    const VecD error = e.lossRows.select(e.phi * beta - e.target, 0.0);
+    const MatD& features = keySide ? e.keyPhi : e.phi;
+    const VecD& target = keySide ? e.keyTarget : e.target;
+    const VecD error = e.lossRows.select(features * beta - target, 0.0);
     residual += error.squaredNorm();
-    total += e.target.squaredNorm();
+    total += target.squaredNorm();
     delta = std::max(delta, error.cwiseAbs().maxCoeff());
     rows += e.lossRows.count();
   }
@@ -82,6 +95,16 @@ FitQuality fitQuality(const std::vector<FitExample>& examples, const VecD& beta)
   q.delta = delta;
   q.residualMeanSquare = rows > 0 ? residual / double(rows) : 0.0;
   return q;
+}
+
+}  // namespace
+
+FitQuality fitQuality(const std::vector<FitExample>& examples, const VecD& beta) {
+  return quality(examples, beta, false);
+}
+
+FitQuality keyFitQuality(const std::vector<FitExample>& examples, const VecD& keyBeta) {
+  return quality(examples, keyBeta, true);
 }
 
 }  // namespace tl

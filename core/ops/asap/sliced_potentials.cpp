@@ -98,6 +98,24 @@ Vec<double> potentialExtension(const Vec<double>& x, const Vec<double>& y, const
   return out;
 }
 
+Vec<double> monotoneMapAt(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z) {
+  const Eigen::Index n = x.size();
+  SortedProblem s;
+  s.sortBoth(x, y);
+  Vec<double> out(z.size());
+  for (Eigen::Index k = 0; k < z.size(); ++k) {
+    const auto it = std::upper_bound(s.xSorted.begin(), s.xSorted.end(), z(k));
+    if (it == s.xSorted.begin()) {
+      out(k) = s.ySorted.front();
+    } else if (it == s.xSorted.end()) {
+      out(k) = s.ySorted.back();
+    } else {
+      out(k) = slope(s.ySorted, Eigen::Index(it - s.xSorted.begin()) - 1, n);
+    }
+  }
+  return out;
+}
+
 MatD slicedFeatures(const MatD& Q, const MatD& K, const MatD& slices, const std::optional<Mask>& activeTokens) {
   const double scale = 1.0 / std::pow(double(Q.cols()), 0.25);  // eq. (11): projections of q/d^{1/4}
   const MatD X = (Q * slices.transpose()) * scale;                // n_q × L

@@ -23,6 +23,12 @@ Potential1D potential1D(const Vec<double>& x, const Vec<double>& y);
 // rays of slope s_1 and s_last).
 Vec<double> potentialExtension(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z);
 
+// The monotone transport map of the same matching at arbitrary points z: T(z) = the right derivative of φ at z,
+// i.e. the slope s_i of the interval [x_(i), x_(i+1)) holding z (outer rays: s_1 left of x_(1), the largest key
+// from x_(n) on). For distinct x and |x| = |y|, T(x_i) = y_(rank(i)); tied x share the slope after their block.
+// The rank-displacement features are T(x) − x (docs/operators/asap.md#feature-families).
+Vec<double> monotoneMapAt(const Vec<double>& x, const Vec<double>& y, const Vec<double>& z);
+
 // Φ (n_q × L), column l = centred 1-D potential along slice θ_l (rows of `slices`, unit norm assumed by
 // the caller or not: the projection uses θ as given). With `activeTokens` (self-attention padding), the
 // 1-D problem uses active queries against active keys; padded queries get the convex extension

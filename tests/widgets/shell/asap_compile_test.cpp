@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -45,6 +46,30 @@ class AsapCompileTest : public ::testing::Test {
   const std::string checkpoint_ = test::fixtureCheckpoint("hf_sinkhorn_T4");
   std::unique_ptr<MainWindow> window_;
 };
+
+// The feature family combo box (docs/gui.md#compiling-a-checkpoint-into-asap) maps to the options both ways,
+// and the dialog refuses KL with predict-both (KL is not defined for it) with the reason shown.
+TEST(AsapCompileDialogFeatures, TheFamilyComboIsTheOptionAndKlWithPredictBothIsRefused) {
+  test::ensureApplication();
+  AsapCompileDialog dialog("ckpt", 2);
+  auto* features = dialog.findChild<QComboBox*>("asapCompileFeatures");
+  ASSERT_NE(features, nullptr);
+  EXPECT_EQ(dialog.options().features, AsapFeatures::Potentials);
+  for (AsapFeatures family : {AsapFeatures::Raw, AsapFeatures::RankDisplacement, AsapFeatures::PredictBoth}) {
+    AsapCompileOptions o;
+    o.features = family;
+    dialog.setOptions(o);
+    EXPECT_EQ(features->currentData().toString().toStdString(), asapFeaturesName(family));
+    EXPECT_EQ(dialog.options().features, family);
+  }
+  dialog.findChild<QComboBox*>("asapCompileFit")->setCurrentIndex(1);  // KL
+  dialog.accept();
+  EXPECT_EQ(dialog.result(), QDialog::Rejected);
+  EXPECT_NE(dialog.findChild<QLabel*>("asapCompileProblem")->text().indexOf("predict-both"), -1);
+  features->setCurrentIndex(features->findData("raw"));
+  dialog.accept();
+  EXPECT_EQ(dialog.result(), QDialog::Accepted);
+}
 
 TEST_F(AsapCompileTest, TheDialogCompilesWritesAndSwapsTheCompiledLayersIn) {
   const std::string out = test::scratchDir() + "/asap_gui";
