@@ -101,48 +101,59 @@ class BandRun {
     return download(band);
   }
 
-  // The loop (after upload(false)): base and tail, the output and the final sums.
-  BandedCudaResult solve(int baseSteps) {
+  // The loop's buffers (after upload(false)); `baseSteps` of the budget are centred.
+  void prepare(int baseSteps) {
+    baseSteps_ = baseSteps;
     logMu_ = uploadVector(p_.logMu, "marginals");
     logNu_ = uploadVector(p_.logNu, "marginals");
     targetMu_ = uploadVector(targets(p_.logMu), "marginal targets");
     targetNu_ = uploadVector(targets(p_.logNu), "marginal targets");
     ut_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ), "potentials");
     vt_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK), "potentials");
-    states_ = dev_.template alloc<float>(size_t(L_.batch * std::max(L_.ldQ, L_.ldK) * 2), "LSE states");
+    states_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ * 2), "LSE states");
+    colStates_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * 2), "LSE states");
     if (options_.histories) {
       uHistory_ = dev_.template alloc<float>(size_t(L_.batch) * L_.steps * L_.nq, "dual histories");
       vHistory_ = dev_.template alloc<float>(size_t(L_.batch) * L_.steps * L_.nk, "dual histories");
     }
     if (options_.errors) errors_ = dev_.template alloc<double>(size_t(L_.batch) * L_.steps * 4, "errors");
-    shifts_ = dev_.template alloc<float>(size_t(L_.batch) * std::max(baseSteps, 1), "centring shifts");
+    shifts_ = dev_.template alloc<float>(size_t(L_.batch) * shiftCount(), "centring shifts");
+    if (L_.dv) output_ = dev_.template alloc<float>(size_t(L_.batch) * L_.nq * L_.dv, "output");
+  }
 
+  // Device work only (repeatable: every call starts from scratch): base and tail, the output, and one more
+  // band pass each way for the final plan's sums (rows into states_, columns into colStates_).
+  void solve() {
     initPotential(logMu_, L_.nq, L_.ldQ, ut_);
     initPotential(logNu_, L_.nk, L_.ldK, vt_);
     for (int t = 1; t <= L_.passes; ++t) {
       halfStep(t);
       // Full step t/2 of the stopped base ends centred (core/ops/sinkhorn/sinkhorn_loop.h centredFullSteps).
-      if (t % 2 == 0 && t <= L_.steps && t / 2 <= baseSteps) {
+      if (t % 2 == 0 && t <= L_.steps && t / 2 <= baseSteps_) {
         BandCentreKernel::Params c{ut_.data(), vt_.data(), L_.nq, L_.nk, L_.ldQ, L_.ldK, shifts_.data(),
-                                   std::max(baseSteps, 1), t / 2 - 1};
+                                   shiftCount(), t / 2 - 1};
         dev_.template launch<BandCentreKernel>("BandCentreKernel", BandCentreKernel::grid(L_.batch), c);
       }
       dev_.afterHalfStep(options_.canceled);
     }
-    Buffer<float> output;
     if (L_.dv) {
-      output = dev_.template alloc<float>(size_t(L_.batch) * L_.nq * L_.dv, "output");
       const PlanTileParams tile{qT_.data(), kT_.data(), ut_.data(), vt_.data(), L_.batch, L_.nq, L_.nk,
                                 int(L_.dPad), L_.ldQ, L_.ldK, scoreScale_, p_.scale};
-      BandApplyKernel::Params a{tile, L_.W, v_.data(), L_.dv, int(L_.dvPad), output.data()};
+      BandApplyKernel::Params a{tile, L_.W, v_.data(), L_.dv, int(L_.dvPad), output_.data()};
       dev_.template launch<BandApplyKernel>("BandApplyKernel", BandApplyKernel::grid(a), a);
     }
+    bandLse(true, states_);
+    bandLse(false, colStates_);
+  }
+
+  // Waits for the device, reports any failure, and downloads the results.
+  BandedCudaResult collect() {
+    dev_.finish();
     BandedCudaResult r;
     r.rowSums = finalSums(true);
     r.colSums = finalSums(false);
-    dev_.finish();
-    collect(r, baseSteps);
-    if (L_.dv) r.output = download(output);
+    collectDuals(r);
+    if (L_.dv) r.output = download(output_);
     return r;
   }
 
@@ -151,7 +162,7 @@ class BandRun {
   // errors on its open side.
   void halfStep(int t) {
     const bool rows = t % 2 == 1;
-    bandLse(rows);
+    bandLse(rows, states_);
     const bool errors = errors_.size() > 0;
     Buffer<float>& history = rows ? uHistory_ : vHistory_;
     CloseHalfStepKernel::Params c{states_.data(),
@@ -174,12 +185,14 @@ class BandRun {
     dev_.template launch<CloseHalfStepKernel>("CloseHalfStepKernel", CloseHalfStepKernel::grid(c), c);
   }
 
-  // One side's LSE over the band into states_ ([batch][ld][2]).
-  void bandLse(bool rows) {
+  int shiftCount() const { return std::max(baseSteps_, 1); }
+
+  // One side's LSE over the band into `states` ([batch][ld][2]).
+  void bandLse(bool rows, Buffer<float>& states) {
     BandLseKernel::Params a{rows ? qT_.data() : kT_.data(),
                             rows ? kT_.data() : qT_.data(),
                             rows ? vt_.data() : ut_.data(),
-                            states_.data(),
+                            states.data(),
                             L_.batch,
                             int(L_.dPad),
                             rows ? L_.nk : L_.nq,
@@ -190,12 +203,11 @@ class BandRun {
     dev_.template launch<BandLseKernel>("BandLseKernel", BandLseKernel::grid(a, rows ? L_.nq : L_.nk), a);
   }
 
-  // The final plan's sums on one side, scale·exp(potential + LSE over the other side): one more band pass.
+  // The final plan's sums on one side, scale·exp(potential + LSE over the other side), from solve's last passes.
   std::vector<float> finalSums(bool rows) {
-    bandLse(rows);
     const int n = rows ? L_.nq : L_.nk;
     const long long ld = rows ? L_.ldQ : L_.ldK;
-    const std::vector<float> states = download(states_);
+    const std::vector<float> states = download(rows ? states_ : colStates_);
     const std::vector<float> potential = download(rows ? ut_ : vt_);
     std::vector<float> sums(size_t(L_.batch) * n);
     for (long long b = 0; b < L_.batch; ++b)
@@ -208,10 +220,10 @@ class BandRun {
 
   // Duals, histories and errors. The device keeps the centred potentials; the written duals are the raw ones
   // (ut + G, vt − G) with G the centring shifts so far, as core/ops/sinkhorn/sinkhorn_loop.h writes them.
-  void collect(BandedCudaResult& r, int baseSteps) {
+  void collectDuals(BandedCudaResult& r) {
     r.steps = L_.steps;
     const std::vector<float> shifts = download(shifts_);
-    const int count = std::max(baseSteps, 1);
+    const int count = shiftCount(), baseSteps = baseSteps_;
     // gauge[b][t]: the accumulated shift after single normalisation t (0 before any).
     std::vector<float> gauge(size_t(L_.batch) * (L_.steps + 1), 0.f);
     for (long long b = 0; b < L_.batch; ++b)
@@ -319,7 +331,8 @@ class BandRun {
   BandLayout L_;
   float scoreScale_;
   Buffer<int> nonFinite_;
-  Buffer<float> qT_, kT_, v_, logMu_, logNu_, targetMu_, targetNu_, ut_, vt_, states_, shifts_;
+  int baseSteps_ = 0;
+  Buffer<float> qT_, kT_, v_, logMu_, logNu_, targetMu_, targetNu_, ut_, vt_, states_, colStates_, shifts_, output_;
   Buffer<float> uHistory_, vHistory_;
   Buffer<double> errors_;
 };
@@ -331,7 +344,9 @@ BandedCudaResult runBanded(Dev& dev, const AttentionProblem& problem, const Band
   const auto start = std::chrono::steady_clock::now();
   BandRun<Dev> run(dev, problem, params.W, params.eps, params.budget(), options);
   run.upload(false);
-  BandedCudaResult result = run.solve(params.baseSteps);
+  run.prepare(params.baseSteps);
+  run.solve();
+  BandedCudaResult result = run.collect();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
