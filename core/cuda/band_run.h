@@ -51,7 +51,8 @@ inline MemoryEstimate bandMemory(const BandLayout& L, const AttentionProblem& p,
   e.items.push_back({"input staging", double(elementSize(p.type)) *
                                           std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b});
   if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
-  e.items.push_back({"potentials and LSE states", b * double(L.ldQ + L.ldK) * 3 * f + 3.0 * (L.nq + L.nk) * f});
+  const double states = 2.0 * (std::max(L.ldQ, L.ldK) + L.ldK);  // half-steps' and the final column pass's
+  e.items.push_back({"potentials and LSE states", b * (double(L.ldQ + L.ldK) + states) * f + 3.0 * (L.nq + L.nk) * f});
   if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});
   if (options.errors) e.items.push_back({"error history", b * L.steps * 4 * sizeof(double)});
   if (L.dv) e.items.push_back({"output", b * double(L.nq) * L.dv * f});
@@ -110,7 +111,8 @@ class BandRun {
     targetNu_ = uploadVector(targets(p_.logNu), "marginal targets");
     ut_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ), "potentials");
     vt_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK), "potentials");
-    states_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ * 2), "LSE states");
+    // Both sides' half-steps write their states here; the final column pass keeps its own.
+    states_ = dev_.template alloc<float>(size_t(L_.batch * std::max(L_.ldQ, L_.ldK) * 2), "LSE states");
     colStates_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * 2), "LSE states");
     if (options_.histories) {
       uHistory_ = dev_.template alloc<float>(size_t(L_.batch) * L_.steps * L_.nq, "dual histories");
