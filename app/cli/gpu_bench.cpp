@@ -21,6 +21,7 @@
 #include "cuda/device_query.h"
 #include "io/atomic_file.h"
 #include "ops/asap/asap.h"
+#include "ops/banded/banded.h"
 #include "ops/lot/lot.h"
 #include "ops/registry.h"
 #include "reference_bench.h"
@@ -65,7 +66,7 @@ nlohmann::json scriptReport(const std::string& script, const std::string& argume
 
 // The families whose fused device path the GPU benchmark times (cuda/bench_cuda.h).
 const std::set<std::string>& benchFamilies() {
-  static const std::set<std::string> families = {"softmax", "sinkhorn", "lot", "asap", "diff"};
+  static const std::set<std::string> families = {"softmax", "sinkhorn", "lot", "asap", "diff", "banded"};
   return families;
 }
 
@@ -73,7 +74,9 @@ const std::set<std::string>& benchFamilies() {
 // floor): one pass over the n² scores for the one-pass softmax, T + 1 for Sinkhorn (its T half-steps and the
 // output pass), T + 1 over each of LOT's two n × r problems, k + 1 for ASAP's k closures (1, 2 or 3: the
 // Sinkhorn loop of the transposed problem, ops/asap/asap_device.h; the host's sliced-feature prediction of
-// its start dual is not timed) and one per map for diff's two half-width softmax launches.
+// its start dual is not timed), one per map for diff's two half-width softmax launches, and for banded its
+// 2·(base_steps + tail_steps) half-steps, the output pass and the two final-sum passes over the band's
+// n(2W + 1) − W(W + 1) entries.
 struct DeviceBench {
   cuda::BenchTiming timing;
   double exponentials = 0;
@@ -88,6 +91,12 @@ DeviceBench benchOnDevice(const OperatorSpec& op, cuda::BenchShape shape, int re
     return {{a.medianMs + b.medianMs, a.minMs + b.minMs, std::min(a.repeats, b.repeats)}, 2 * heads * n * n};
   }
   shape.eps = getReal(op.params, "eps");
+  if (op.family == "banded") {
+    const BandedParams p = BandedParams::from(op.params);
+    if (p.dustbin) throw InvalidArgument("bench --device cuda: banded is timed without a dustbin (dustbin=false)");
+    const double W = std::min<double>(p.W, n - 1), support = n * (2 * W + 1) - W * (W + 1);
+    return {cuda::benchBanded(shape, p.W, p.baseSteps, p.tailSteps, 1, repeats), (p.budget() + 3) * heads * support};
+  }
   if (op.family == "asap") {
     shape.T = asapClosures(parseAsapVariant(getString(op.params, "variant")), parseClosing(getString(op.params, "closing")));
     return {cuda::benchSinkhorn(shape, 1, repeats), (shape.T + 1) * heads * n * n};
@@ -143,7 +152,9 @@ int gpuBench(const CommandLine& cl) {
       shape.n = n;
       nlohmann::json entry = {{"op", op.toString()}, {"B", shape.B}, {"H", shape.H}, {"n", n}, {"d", shape.d}};
       double ms[2] = {0, 0}, floorMs = 0;
-      for (int tf32 = 0; tf32 < 2; ++tf32) {
+      // Banded has no TF32 kernels.
+      const int precisions = op.family == "banded" ? 1 : 2;
+      for (int tf32 = 0; tf32 < precisions; ++tf32) {
         std::cerr << "timing " << op.toString() << " at n=" << n << (tf32 ? " (tf32)" : " (fp32)") << " ...\n";
         shape.tf32 = tf32 == 1;
         const DeviceBench b = benchOnDevice(op, shape, repeats);
@@ -152,7 +163,12 @@ int gpuBench(const CommandLine& cl) {
         ms[tf32] = b.timing.medianMs;
       }
       entry["exp_floor_ms"] = floorMs;
-      std::printf("%-28s %7d %12.3f %12.3f %14.3f\n", op.toString().c_str(), n, ms[0], ms[1], floorMs);
+      if (precisions == 1) {
+        entry["tf32"] = nullptr;
+        std::printf("%-28s %7d %12.3f %12s %14.3f\n", op.toString().c_str(), n, ms[0], "-", floorMs);
+      } else {
+        std::printf("%-28s %7d %12.3f %12.3f %14.3f\n", op.toString().c_str(), n, ms[0], ms[1], floorMs);
+      }
       std::fflush(stdout);
       runs.push_back(entry);
     }

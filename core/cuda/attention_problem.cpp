@@ -1,4 +1,5 @@
 #include "cuda/attention_problem.h"
+#include "cuda/banded_cuda.h"
 
 #include <cmath>
 
@@ -103,6 +104,18 @@ void validateDuals(const AttentionProblem& p, const std::vector<float>& u, const
   require(std::isfinite(eps) && eps > 0, family, "eps = " + std::to_string(eps) + " is not valid; expected eps > 0");
   checkDual(family, u, p.batch, p.nq, "u");
   checkDual(family, v, p.batch, p.nk, "v");
+}
+
+void validateBandedParams(const BandedCudaParams& params, const CudaOptions& options) {
+  const std::string family = "banded";
+  require(params.W >= 0, family, "W = " + std::to_string(params.W) + " is not valid; expected W >= 0");
+  require(params.baseSteps >= 0 && params.tailSteps >= 0 && params.baseSteps + params.tailSteps >= 1, family,
+          "base_steps = " + std::to_string(params.baseSteps) + ", tail_steps = " + std::to_string(params.tailSteps) +
+              " are not valid; expected both >= 0 and at least one step");
+  require(std::isfinite(params.eps) && params.eps > 0, family,
+          "eps = " + std::to_string(params.eps) + " is not valid; expected eps > 0");
+  require(!options.plan && options.tileRows == 0 && options.tileCols == 0, family,
+          "the loop returns no dense plan or display tiles; the band of scores comes from bandScoresCuda");
 }
 
 }  // namespace tl::cuda

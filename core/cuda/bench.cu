@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/band_run.h"
 #include "cuda/cuda_device.cuh"
 #include "cuda/dense_run.h"
 
 namespace tl::cuda {
 
 extern template class DenseRun<CudaDevice>;  // compiled in dense_run.cu
+extern template class BandRun<CudaDevice>;   // compiled in banded.cu
 
 namespace {
 
@@ -151,6 +153,21 @@ BenchTiming benchLot(const BenchShape& shape, int r, int warmup, int repeats, in
   second.upload();
   first.upload();
   return timeSolves(dev, [&] { second.solve(); first.solve(); }, warmup, repeats);
+}
+
+BenchTiming benchBanded(const BenchShape& shape, long long W, int baseSteps, int tailSteps, int warmup, int repeats,
+                        int device) {
+  const BenchProblem p(shape.B * shape.H, shape.n, shape.n, shape.d, shape.d, 30, float(shape.n));
+  CudaOptions options;
+  options.errors = shape.errors;
+  const BandedCudaParams params{W, baseSteps, tailSteps, shape.eps};
+  validateBandedParams(params, options);
+  validateProblem(p.problem, options, "banded");
+  CudaDevice dev(device, false);
+  BandRun<CudaDevice> run(dev, p.problem, W, shape.eps, params.budget(), options);
+  run.upload(false);
+  run.prepare(baseSteps);
+  return timeSolves(dev, [&] { run.solve(); }, warmup, repeats);
 }
 
 }  // namespace tl::cuda

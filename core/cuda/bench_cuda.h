@@ -33,5 +33,9 @@ BenchTiming benchSoftmax(const BenchShape& shape, int warmup = 1, int repeats = 
 // LOT's device path (ops/lot/lot_device.h) with r pivots: its two rectangular Sinkhorn problems (n × r and
 // r × n, budget T each) with their outputs; the r × d_v rescaling between them (host side) is not timed.
 BenchTiming benchLot(const BenchShape& shape, int r, int warmup = 1, int repeats = 5, int device = 0);
+// Banded Sinkhorn's fused path (banded_cuda.h) on the band |i − j| ≤ W: the centred base and raw tail
+// (shape.T is ignored), the output and the two final-sum passes. Float32 only (no TF32 band kernels).
+BenchTiming benchBanded(const BenchShape& shape, long long W, int baseSteps, int tailSteps, int warmup = 1,
+                        int repeats = 5, int device = 0);
 
 }  // namespace tl::cuda

@@ -11,7 +11,8 @@ namespace tl {
 
 #ifdef TL_HAVE_CUDA
 const DenseKernels& cudaDenseKernels() {
-  static const DenseKernels kernels{cuda::sinkhornCuda, cuda::softmaxCuda, cuda::planFromDualsCuda};
+  static const DenseKernels kernels{cuda::sinkhornCuda, cuda::softmaxCuda, cuda::planFromDualsCuda,
+                                    cuda::bandedCuda, cuda::bandScoresCuda};
   return kernels;
 }
 #else
@@ -25,7 +26,10 @@ const DenseKernels& cudaDenseKernels() {
           -> cuda::CudaAttentionResult { notBuilt(); },
       [](const cuda::AttentionProblem&, const cuda::CudaOptions&) -> cuda::CudaAttentionResult { notBuilt(); },
       [](const cuda::AttentionProblem&, const std::vector<float>&, const std::vector<float>&, double,
-         const cuda::CudaOptions&) -> cuda::CudaAttentionResult { notBuilt(); }};
+         const cuda::CudaOptions&) -> cuda::CudaAttentionResult { notBuilt(); },
+      [](const cuda::AttentionProblem&, const cuda::BandedCudaParams&, const cuda::CudaOptions&)
+          -> cuda::BandedCudaResult { notBuilt(); },
+      [](const cuda::AttentionProblem&, long long, double) -> std::vector<float> { notBuilt(); }};
   return kernels;
 }
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-// The dense kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h) as values. Every family's
+// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h) as values. Every family's
 // device path is written against them: on the product they are the GPU kernels (cudaDenseKernels), in the CPU
 // tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so each family's device
 // orchestration (mask modes, batching, scaling, results) is verified without a GPU.
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/attention_problem.h"
+#include "cuda/banded_cuda.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl {
@@ -21,6 +22,12 @@ struct DenseKernels {
   std::function<cuda::CudaAttentionResult(const cuda::AttentionProblem&, const std::vector<float>& u,
                                           const std::vector<float>& v, double eps, const cuda::CudaOptions&)>
       planFromDuals;
+  // The band geometry |i − j| ≤ W (cuda/banded_cuda.h): banded Sinkhorn's loop and output, and the band of
+  // scores for its plan.
+  std::function<cuda::BandedCudaResult(const cuda::AttentionProblem&, const cuda::BandedCudaParams&,
+                                       const cuda::CudaOptions&)>
+      banded;
+  std::function<std::vector<float>(const cuda::AttentionProblem&, long long W, double eps)> bandScores;
 };
 
 // The GPU's kernels (ops/cuda_kernels.cpp). In a build without CUDA each throws ResourceError saying so; the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 #include "common/huge_pages.h"
@@ -62,6 +63,18 @@ Mat<T> DenseScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const 
   return plan(ut, vt, scale) * V;
 }
 
+Mask bandActiveRows(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {
+  Mask m(nq);
+  for (Eigen::Index i = 0; i < nq; ++i) m(i) = i - halfWidth < nk;  // some column j with |i − j| ≤ W exists
+  return m;
+}
+
+Mask bandActiveCols(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {
+  Mask m(nk);
+  for (Eigen::Index j = 0; j < nk; ++j) m(j) = j - halfWidth < nq;  // some row i with |i − j| ≤ W exists
+  return m;
+}
+
 template <class T>
 BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth)
     : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Mat<T>::Constant(Q.rows(), 2 * halfWidth + 1, kNegInf<T>)) {
@@ -80,6 +93,12 @@ BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index 
 }
 
 template <class T>
+BandScores<T>::BandScores(Mat<T> band, Eigen::Index nk, Eigen::Index halfWidth)
+    : nq_(band.rows()), nk_(nk), W_(halfWidth), band_(std::move(band)) {
+  if (band_.cols() != 2 * W_ + 1) throw std::logic_error("BandScores: a band needs 2W + 1 slots per row");
+}
+
+template <class T>
 Eigen::Index BandScores<T>::firstSlot(Eigen::Index i) const {
   return std::max<Eigen::Index>(0, W_ - i);
 }
@@ -91,16 +110,12 @@ Eigen::Index BandScores<T>::lastSlot(Eigen::Index i) const {
 
 template <class T>
 Mask BandScores<T>::activeRows() const {
-  Mask m(nq_);
-  for (Eigen::Index i = 0; i < nq_; ++i) m(i) = firstSlot(i) <= lastSlot(i);
-  return m;
+  return bandActiveRows(nq_, nk_, W_);
 }
 
 template <class T>
 Mask BandScores<T>::activeCols() const {
-  Mask m = Mask::Zero(nk_);
-  for (Eigen::Index j = 0; j < nk_; ++j) m(j) = j - W_ < nq_;  // some row i with |i − j| ≤ W exists
-  return m;
+  return bandActiveCols(nq_, nk_, W_);
 }
 
 // A row's support is slots [firstSlot(i), lastSlot(i)] of band_, columns i − W + firstSlot(i) onwards: both

@@ -32,10 +32,18 @@ class DenseScores {
   Mat<T> X_;
 };
 
+// The tokens of an n_q × n_k band |i − j| ≤ W that have a support entry (the others are inactive: rows
+// i ≥ n_k + W, columns j ≥ n_q + W).
+Mask bandActiveRows(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth);
+Mask bandActiveCols(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth);
+
 template <class T>
 class BandScores {
  public:
   BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth);
+  // From the band of X already formed (the device's, ops/banded/banded_device.h), in band() layout: n_q rows
+  // of 2W + 1 slots, −inf off the support.
+  BandScores(Mat<T> band, Eigen::Index nk, Eigen::Index halfWidth);
   Eigen::Index rows() const { return nq_; }
   Eigen::Index cols() const { return nk_; }
   Eigen::Index halfWidth() const { return W_; }

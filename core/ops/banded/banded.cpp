@@ -7,6 +7,8 @@
 
 #include "common/errors.h"
 #include "ops/banded/band_plan.h"
+#include "ops/banded/banded_device.h"
+#include "ops/banded/banded_forward.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
 #include "ops/mask_mode.h"
@@ -40,14 +42,8 @@ void checkBandedParams(const BandedParams& p) {
     throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
 }
 
-namespace {
+namespace banded {
 
-template <class T>
-constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-
-// docs/operators/banded.md#dustbin: one dustbin token per side (zero query, key and value: a neutral "null"
-// token, since the tool has no learned ones) appended after the real tokens. Fillers for tile alignment are
-// unnecessary on the CPU.
 template <class T>
 AttentionInput<T> withDustbin(const AttentionInput<T>& in) {
   AttentionInput<T> out;
@@ -62,6 +58,21 @@ AttentionInput<T> withDustbin(const AttentionInput<T>& in) {
   return out;
 }
 
+Eigen::Index systemHalfWidth(const BandedParams& p, Eigen::Index nq, Eigen::Index nk) {
+  return p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
+}
+
+template <class T>
+std::pair<Vec<T>, Vec<T>> logMarginals(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {
+  // Every active row and column has mass 1 in attention scale A = n_q·P; tokens with no support entry are
+  // inactive (rows i ≥ n_k + W on rectangles, docs/operators/banded.md#rectangles).
+  const T logUnit = -std::log(T(nq)), negInf = -std::numeric_limits<T>::infinity();
+  return {bandActiveRows(nq, nk, halfWidth).select(Vec<T>::Constant(nq, logUnit), negInf).matrix(),
+          bandActiveCols(nq, nk, halfWidth).select(Vec<T>::Constant(nk, logUnit), negInf).matrix()};
+}
+
+namespace {
+
 // Max |sum − target| per block of `tile` consecutive entries (the banded view's per-tile errors).
 template <class T>
 Mat<T> tileErrors(const Vec<T>& sums, const Vec<T>& target, int tile) {
@@ -74,42 +85,15 @@ Mat<T> tileErrors(const Vec<T>& sums, const Vec<T>& target, int tile) {
   return out;
 }
 
-// The banded forward on an input without padding. The plan stays a band (band_plan.h): memory O(n·W).
+}  // namespace
+
 template <class T>
-PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParams& p, Feedback& feedback) {
-  const auto start = std::chrono::steady_clock::now();
-  const AttentionInput<T> in = p.dustbin ? withDustbin(original) : original;
-  const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
-  // With a dustbin every token must reach it, which widens the band to the whole sequence
-  // (docs/operators/banded.md#dustbin).
-  const Eigen::Index W = p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
-  const auto X = std::make_shared<const BandScores<T>>(in.Q, in.K, T(p.eps), W);
-
-  // Unit targets (docs/operators/banded.md#definition): every active row and column has mass 1 in attention
-  // scale A = n_q·P; tokens with no support entry are inactive (rows i ≥ n_k + W on rectangles,
-  // docs/operators/banded.md#rectangles).
-  const T logUnit = -std::log(T(nq));
-  const Vec<T> logMu = X->activeRows().select(Vec<T>::Constant(nq, logUnit), kNegInf<T>).matrix();
-  const Vec<T> logNu = X->activeCols().select(Vec<T>::Constant(nk, logUnit), kNegInf<T>).matrix();
-  const T scale = T(nq);
-
-  PlanResult<T> r;
-  Vec<T> ut, vt;
-  SinkhornLoopOptions options;
-  options.budget = p.budget();
-  options.centredFullSteps = p.baseSteps;
-  options.stage = "banded";
-  runSinkhornLoop<T>(*X, logMu, logNu, T(p.eps), scale, options, feedback, r, ut, vt);
-
-  // Final sums from one more pass each way, for the per-tile errors of the banded view.
-  const Vec<T> rowSums = (ut.array() == kNegInf<T>).select(T(0), scale * (ut + X->rowLogSumExp(vt)).array().exp()).matrix();
-  const Vec<T> colSums = (vt.array() == kNegInf<T>).select(T(0), scale * (vt + X->colLogSumExp(ut)).array().exp()).matrix();
-  const Eigen::Index n0q = original.Q.rows(), n0k = original.K.rows();
-  r.plan = Plan<T>(std::make_shared<const BandPlan<T>>(X, ut, vt, scale, n0q, n0k));
-  if (original.V) r.output = r.plan.apply(*original.V);
-
+void finishResult(const BandedParams& p, const BandScores<T>* X, const Vec<T>& ut, const Vec<T>& vt, T scale,
+                  Eigen::Index n0q, Eigen::Index n0k, const Vec<T>& rowSums, const Vec<T>& colSums,
+                  PlanResult<T>& r) {
   if (p.dustbin) {
     // Report the real tokens; the dustbin's share is what each real row/column sends to it (receives from it).
+    const Eigen::Index nq = X->rows(), nk = X->cols();
     auto unit = [](Eigen::Index n) {
       Mat<T> e = Mat<T>::Zero(n, 1);
       e(n - 1, 0) = T(1);
@@ -129,6 +113,51 @@ PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParam
     r.rowTarget = Vec<T>(r.rowTarget.head(n0q)) - Vec<T>(r.extras["banded_dustbin_query_mass"].col(0));
     r.colTarget = Vec<T>(r.colTarget.head(n0k)) - Vec<T>(r.extras["banded_dustbin_key_mass"].col(0));
   }
+}
+
+template AttentionInput<float> withDustbin(const AttentionInput<float>&);
+template AttentionInput<double> withDustbin(const AttentionInput<double>&);
+template std::pair<Vec<float>, Vec<float>> logMarginals<float>(Eigen::Index, Eigen::Index, Eigen::Index);
+template std::pair<Vec<double>, Vec<double>> logMarginals<double>(Eigen::Index, Eigen::Index, Eigen::Index);
+template void finishResult(const BandedParams&, const BandScores<float>*, const Vec<float>&, const Vec<float>&, float,
+                           Eigen::Index, Eigen::Index, const Vec<float>&, const Vec<float>&, PlanResult<float>&);
+template void finishResult(const BandedParams&, const BandScores<double>*, const Vec<double>&, const Vec<double>&,
+                           double, Eigen::Index, Eigen::Index, const Vec<double>&, const Vec<double>&,
+                           PlanResult<double>&);
+
+}  // namespace banded
+
+namespace {
+
+template <class T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// The banded forward on an input without padding. The plan stays a band (band_plan.h): memory O(n·W).
+template <class T>
+PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParams& p, Feedback& feedback) {
+  const auto start = std::chrono::steady_clock::now();
+  const AttentionInput<T> in = p.dustbin ? banded::withDustbin(original) : original;
+  const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
+  const Eigen::Index W = banded::systemHalfWidth(p, nq, nk);
+  const auto X = std::make_shared<const BandScores<T>>(in.Q, in.K, T(p.eps), W);
+  const auto [logMu, logNu] = banded::logMarginals<T>(nq, nk, W);
+  const T scale = T(nq);
+
+  PlanResult<T> r;
+  Vec<T> ut, vt;
+  SinkhornLoopOptions options;
+  options.budget = p.budget();
+  options.centredFullSteps = p.baseSteps;
+  options.stage = "banded";
+  runSinkhornLoop<T>(*X, logMu, logNu, T(p.eps), scale, options, feedback, r, ut, vt);
+
+  // Final sums from one more pass each way, for the per-tile errors of the banded view.
+  const Vec<T> rowSums = (ut.array() == kNegInf<T>).select(T(0), scale * (ut + X->rowLogSumExp(vt)).array().exp()).matrix();
+  const Vec<T> colSums = (vt.array() == kNegInf<T>).select(T(0), scale * (vt + X->colLogSumExp(ut)).array().exp()).matrix();
+  const Eigen::Index n0q = original.Q.rows(), n0k = original.K.rows();
+  r.plan = Plan<T>(std::make_shared<const BandPlan<T>>(X, ut, vt, scale, n0q, n0k));
+  if (original.V) r.output = r.plan.apply(*original.V);
+  banded::finishResult<T>(p, X.get(), ut, vt, scale, n0q, n0k, rowSums, colSums, r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -165,13 +194,16 @@ template Mat<float> bandedOutput(const AttentionInput<float>&, const BandedParam
 template Mat<double> bandedOutput(const AttentionInput<double>&, const BandedParams&, Feedback&);
 
 void registerBanded(OperatorRegistry& registry) {
+  CudaPath<BandedParams> cuda;
+  cuda.run = bandedOnDevice;
   registry.add(familyInfo<BandedParams>(
       {{"banded", "Banded Sinkhorn",
         "unit-target Sinkhorn on the band |i−j| ≤ W (raw indices; on rectangles rows i ≥ n_k+W have no support), "
         "stopped base + tail; equivalent budget T = 2·(base_steps+tail_steps)"},
        bandedParamBindings(),
        {},
-       [](const BandedParams&) { return true; }},
+       [](const BandedParams&) { return true; },
+       cuda},
       [](const auto& input, const BandedParams& p, Feedback& f) { return bandedAttention(input, p, f); }));
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/errors.h"
+#include "ops/banded/banded_forward.h"
 #include "ops/subsequence.h"
 
 namespace tl::banded {
@@ -178,14 +179,13 @@ System<T> makeSystem(const AttentionInput<T>& input, const BandedParams& params,
   }
   sys.realQueries = sys.Q.rows();
   sys.realKeys = sys.K.rows();
-  Eigen::Index W = params.W;
   if (params.dustbin) {  // docs/operators/banded.md#dustbin: a zero token per side, reachable from everyone
     sys.Q = withZeroRow(sys.Q);
     sys.K = withZeroRow(sys.K);
     if (sys.V.size()) sys.V = withZeroRow(sys.V);
     if (sys.G.size()) sys.G = withZeroRow(sys.G);
-    W = std::max<Eigen::Index>(W, std::max(sys.Q.rows(), sys.K.rows()));
   }
+  const Eigen::Index W = systemHalfWidth(params, sys.Q.rows(), sys.K.rows());
   sys.X = std::make_shared<const BandScores<T>>(sys.Q, sys.K, T(params.eps), W);
   sys.rows = sys.X->activeRows();
   sys.cols = sys.X->activeCols();

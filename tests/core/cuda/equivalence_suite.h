@@ -256,7 +256,11 @@ inline void checkEveryCase(const std::string& name, Sizes sizes, const DeviceRun
       ASSERT_TRUE(gpu.extras.count(name)) << "extra " << name << " is missing on the GPU";
       ASSERT_EQ(gpu.extras.at(name).rows(), reference.rows()) << name;
       ASSERT_EQ(gpu.extras.at(name).cols(), reference.cols()) << name;
-      EXPECT_TRUE(withinTolerance(family.name, name, compareField(gpu.extras.at(name), f32.extras.at(name), reference)));
+      // A family's own marginal errors (banded's per-tile errors) are differences of sums near the targets,
+      // like `errors`.
+      const bool marginalErrors = name.size() > 7 && name.compare(name.size() - 7, 7, "_errors") == 0;
+      EXPECT_TRUE(withinTolerance(family.name, name, compareField(gpu.extras.at(name), f32.extras.at(name), reference,
+                                                                  marginalErrors ? 1.0 : 0.0)));
     }
     ++checked;
   }

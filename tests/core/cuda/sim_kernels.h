@@ -1,8 +1,9 @@
 #pragma once
-// The dense kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu) on the simulated device (sim_device.h),
+// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu) on the simulated device (sim_device.h),
 // as ops/device_kernels.h takes them: every family's device path runs on it in the CPU tests.
 #include <vector>
 
+#include "cuda/band_run.h"
 #include "cuda/dense_run.h"
 #include "cuda/sinkhorn_cuda.h"
 #include "ops/device_kernels.h"
@@ -29,6 +30,18 @@ inline const DenseKernels& simulatedKernels() {
         validateDuals(p, u, v, eps);
         SimDevice device;
         return runDense(device, p, dualsRunSpec(u, v, eps), o);
+      },
+      [](const AttentionProblem& p, const BandedCudaParams& b, const CudaOptions& o) {
+        validateBandedParams(b, o);
+        validateProblem(p, o, "banded");
+        SimDevice device;
+        return runBanded(device, p, b, o);
+      },
+      [](const AttentionProblem& p, long long W, double eps) {
+        validateBandedParams(BandedCudaParams{W, 0, 1, eps}, {});
+        validateProblem(p, {}, "banded");
+        SimDevice device;
+        return runBandScores(device, p, W, eps);
       }};
   return kernels;
 }

@@ -137,9 +137,10 @@ TEST(Registry, BackendAxis) {
   EXPECT_EQ(reg().familiesOn(Backend::Cpu).size(), reg().families().size());
   EXPECT_EQ(reg().familiesOn(Backend::Torch), (std::vector<std::string>{"softmax", "sinkhorn", "esp", "lot"}));
   // Device paths exist for the dense log-domain families, LOT (two rectangular problems of the same kernels),
-  // ASAP (the closures as the transposed loop from its dual) and diff (two softmax launches), in every build;
-  // the cuda backend is listed only where CUDA was built. The others say why they run on the CPU.
-  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "lot", "asap", "diff"};
+  // ASAP (the closures as the transposed loop from its dual), banded (the band kernels) and diff (two softmax
+  // launches), in every build; the cuda backend is listed only where CUDA was built. The others say why they
+  // run on the CPU.
+  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "lot", "asap", "banded", "diff"};
   std::vector<std::string> withDevicePath;
   for (const auto& f : reg().families())
     if (f.devicePath) withDevicePath.push_back(f.name);
