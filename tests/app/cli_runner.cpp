@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 namespace tl::testing {
@@ -18,6 +19,32 @@ std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
+// The scratch folders of this test program: removed at the end when every test passed, kept for a look
+// when one failed.
+class ScratchFolders : public ::testing::Environment {
+ public:
+  void add(const std::filesystem::path& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Passed()) return;
+    std::error_code ignored;
+    for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+ScratchFolders& scratchFolders() {
+  // gtest owns and deletes a registered environment.
+  static ScratchFolders* folders =
+      static_cast<ScratchFolders*>(::testing::AddGlobalTestEnvironment(new ScratchFolders));
+  return *folders;
+}
+
 }  // namespace
 
 std::string scratchDir(const std::string& name) {
@@ -26,6 +53,7 @@ std::string scratchDir(const std::string& name) {
                    ("tlens-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratchFolders().add(dir);
   return dir.string();
 }
 
