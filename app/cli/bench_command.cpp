@@ -137,6 +137,7 @@ struct BenchRow {
   int n = 0;
   std::vector<double> cppSeconds;
   std::optional<double> referenceSeconds;
+  std::optional<std::string> referenceError;  // the reference ran but could not time this row: why
   // With --floor: the operator's time over one exp pass over the n × n scores, and, for the families whose
   // least work is known (softmax: 3 passes, Sinkhorn: T + 2; see floorPasses), over that least work.
   std::optional<double> expPassEquivalents, floorSeconds;
@@ -172,6 +173,13 @@ void printTable(const std::vector<BenchRow>& rows) {
     }
     std::printf("\n");
   }
+  // A "-" in the torch column says why once per operator, so a missing comparison is never silent.
+  std::string explained;
+  for (const auto& row : rows)
+    if (row.referenceError && row.op != explained) {
+      std::printf("reference could not time %s: %s\n", row.op.c_str(), row.referenceError->c_str());
+      explained = row.op;
+    }
 }
 
 nlohmann::json floorsJson(const std::vector<CpuFloor>& floors) {
@@ -200,6 +208,7 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
       entry["reference_median_seconds"] = *row.referenceSeconds;
       entry["ratio_reference_over_cpp"] = *row.referenceSeconds / median(row.cppSeconds);
     }
+    if (row.referenceError) entry["reference_error"] = *row.referenceError;
     if (row.expPassEquivalents) entry["exp_pass_equivalents"] = *row.expPassEquivalents;
     if (row.floorSeconds) {
       entry["floor_seconds"] = *row.floorSeconds;
@@ -294,11 +303,14 @@ int benchCommand(const Args& args) {
       throw InvalidArgument("bench --lazy: " + labels[s] + " has no structured plan (it forms the n×n matrix)");
     for (int n : request.sizes) {
       std::cerr << "timing " << labels[s] << " at n=" << n << " ...\n";
-      rows.push_back({labels[s], request.ops[s], n,
-                      precision == Precision::F64
-                          ? timeOperator<double>(*op, n, request.d, request.repeats, request.lazy)
-                          : timeOperator<float>(*op, n, request.d, request.repeats, request.lazy),
-                      std::nullopt, std::nullopt, std::nullopt});
+      BenchRow row;
+      row.op = labels[s];
+      row.resolved = request.ops[s];
+      row.n = n;
+      row.cppSeconds = precision == Precision::F64
+                           ? timeOperator<double>(*op, n, request.d, request.repeats, request.lazy)
+                           : timeOperator<float>(*op, n, request.d, request.repeats, request.lazy);
+      rows.push_back(std::move(row));
     }
   }
   ReferenceTimings reference;
@@ -310,6 +322,7 @@ int benchCommand(const Args& args) {
   for (size_t r = 0; r < rows.size(); ++r) {
     BenchRow& row = rows[r];
     row.referenceSeconds = reference.medianSeconds(row.resolved, row.n);
+    row.referenceError = reference.rowError(row.resolved, row.n);
     if (floors.empty()) continue;
     const CpuFloor& floor = floors.back();  // measured with the threads the operators used
     const double entries = double(row.n) * row.n, cpp = median(row.cppSeconds);

@@ -74,6 +74,14 @@ std::optional<double> ReferenceTimings::medianSeconds(const std::string& op, int
   return std::nullopt;
 }
 
+std::optional<std::string> ReferenceTimings::rowError(const std::string& op, int n) const {
+  if (!available) return std::nullopt;
+  for (const auto& entry : report.value("results", nlohmann::json::array()))
+    if (entry.value("op", "") == op && entry.value("n", 0) == n && entry.contains("error"))
+      return entry["error"].get<std::string>();
+  return std::nullopt;
+}
+
 ReferenceTimings runReferenceScript(const std::string& name, const std::string& arguments) {
   ReferenceTimings timings;
   const std::string script = referenceScript(name);

@@ -23,6 +23,8 @@ struct ReferenceTimings {
   nlohmann::json report = nlohmann::json::object();  // bench_reference.py's JSON, as printed
 
   std::optional<double> medianSeconds(const std::string& op, int n) const;
+  // Why the script could not time this row although it ran (e.g. a parameter its formulation lacks).
+  std::optional<std::string> rowError(const std::string& op, int n) const;
 };
 
 // $TL_REFERENCE_DIR/<name>, else <source tree>/scripts/reference/<name> (e.g. "bench_reference.py").

@@ -76,8 +76,16 @@ TEST(TlensBench, ReportsCppTimesAndTheReferenceSideBySide) {
 // ASAP and LOT need files: the bench generates them and hands the same paths to the reference.
 TEST(TlensBench, GeneratedFilesAndLazyPathsRunOnBothSides) {
   const std::string json = scratchDir("bench-lazy") + "/bench.json";
-  const CliRun dense = runTlens({"bench", "--op", "asap", "--op", "lot:r=2", "--n", "8", "--d", "4", "--repeats", "1"});
+  const std::string denseJson = scratchDir("bench-dense") + "/bench.json";
+  const CliRun dense = runTlens(
+      {"bench", "--op", "asap", "--op", "lot:r=2", "--n", "8", "--d", "4", "--repeats", "1", "--json", denseJson});
   ASSERT_EQ(dense.status, 0) << dense.err;
+  const auto denseReport = nlohmann::json::parse(readText(denseJson));
+  ASSERT_TRUE(referenceRan(denseReport));
+  for (const auto& row : denseReport["results"]) {
+    EXPECT_TRUE(row.contains("reference_median_seconds")) << row.dump();
+    EXPECT_FALSE(row.contains("reference_error")) << row.dump();
+  }
   const CliRun run = runTlens({"bench", "--lazy", "--op", "banded:W=2", "--op", "lot:r=2", "--op", "esp", "--n", "8,16",
                                "--d", "4", "--repeats", "1", "--json", json});
   ASSERT_EQ(run.status, 0) << run.err;
@@ -89,6 +97,22 @@ TEST(TlensBench, GeneratedFilesAndLazyPathsRunOnBothSides) {
   ASSERT_TRUE(referenceRan(report));
   for (const auto& row : report["results"]) EXPECT_TRUE(row.contains("reference_median_seconds")) << row.dump();
   EXPECT_NE(runTlens({"bench", "--lazy", "--op", "softmax", "--n", "8"}).status, 0);
+}
+
+// A row the reference cannot time (its ASAP formulation has only the sliced-potential features) says why,
+// in the table and in the JSON, instead of a bare "-".
+TEST(TlensBench, ARowTheReferenceCannotTimeSaysWhy) {
+  const std::string json = scratchDir("bench-row-error") + "/bench.json";
+  const CliRun run = runTlens({"bench", "--op", "asap:features=raw", "--n", "8", "--d", "4", "--repeats", "1",
+                               "--json", json});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto report = nlohmann::json::parse(readText(json));
+  ASSERT_TRUE(referenceRan(report));
+  const auto& row = report["results"][0];
+  EXPECT_FALSE(row.contains("reference_median_seconds")) << row.dump();
+  ASSERT_TRUE(row.contains("reference_error")) << row.dump();
+  EXPECT_NE(row["reference_error"].get<std::string>().find("sliced-potential"), std::string::npos) << row.dump();
+  expectMentions(run.out, {"reference could not time asap:features=raw", "sliced-potential"});
 }
 
 // --floor: the CPU's exp and streaming throughput in the JSON, and each row's time over it. Sinkhorn's least
