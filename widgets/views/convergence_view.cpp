@@ -65,13 +65,7 @@ ConvergenceView::ConvergenceView(QWidget* parent) : View(parent) {
   plot_->plotLayout()->addElement(0, 0, heading_);
   styleAxis(plot_->xAxis, tr("step t (single normalisations, rows first)"));
   styleAxis(plot_->yAxis, tr("max |sum − target|"));
-  plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
-  auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
-  ticker->setLogBase(10);
-  ticker->setSubTickCount(0);
-  plot_->yAxis->setTicker(ticker);
-  plot_->yAxis->setNumberFormat("eb");
-  plot_->yAxis->setNumberPrecision(0);
+  makeLogAxis(plot_->yAxis);
   plot_->xAxis->setTicker(integerTicker());
   // The legend sits in a row under the axes, where it never covers a curve.
   plot_->legend->setVisible(true);
