@@ -29,6 +29,67 @@ constexpr int kHeadDimPad = 16;
 constexpr int kValueDimPad = 64;
 
 // ---------------------------------------------------------------------------------------------------------
+// The two phases of a row-LSE kernel, shared by LsePartialKernelT and band_kernels.h BandLseKernel (which
+// differ only in the key tiles they visit and in which entries are on the support). `regs[tid]` holds the
+// thread's score tile `acc` and its per-row online LSE states `lse`.
+//
+// Streams the key tiles [firstTile, lastTile) of the rows [row0, row0 + BM) into the per-row states, entries
+// x_ij = X_ij + shift_j where onSupport(i, j), −inf elsewhere.
+template <class Tile, class Block, class RegsArray, class OnSupport>
+TL_HOST_DEVICE void streamRowLse(Block& block, typename Tile::Operands& operands, RegsArray& regs, const float* aT,
+                                 long long ldA, const float* bT, long long ldB, const float* shift, int dPad,
+                                 float scoreScale, long long row0, long long firstTile, long long lastTile,
+                                 OnSupport&& onSupport) {
+  for (long long kt = firstTile; kt < lastTile; ++kt) {
+    const long long col0 = kt * Tile::BN;
+    Tile::product(block, operands, dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                  [&](int tid, int k0, typename Tile::Stage& st) {
+                    Tile::loadAligned(tid, st, aT, ldA, row0, bT, ldB, col0, k0);
+                  });
+    // Registers and global memory only: the next tile's loads may overwrite the operands meanwhile.
+    block.forEach([&](int tid) {
+      auto& reg = regs[tid];
+      float colShift[Tile::TN];
+      TL_UNROLL
+      for (int c = 0; c < Tile::TN; c += 4) load4(shift + col0 + Tile::col(tid, c), &colShift[c]);
+      TL_UNROLL
+      for (int r = 0; r < Tile::TM; ++r) {
+        const long long i = row0 + Tile::row(tid, r);
+        float x[Tile::TN];
+        TL_UNROLL
+        for (int c = 0; c < Tile::TN; ++c)
+          x[c] = onSupport(i, col0 + Tile::col(tid, c)) ? mulRn(reg.acc[r][c], scoreScale) + colShift[c] : negInf();
+        reg.lse[r].addTile(x);
+      }
+    });
+  }
+}
+
+// Merges the kThreadsX partial states of every row in a fixed order (deterministic) and writes row row0 + t's
+// (m, s) to rowStates[2t], [2t + 1]. `reduce` overlays the operands; the sync after the last accumulate phase
+// already ordered those reads, the first one here keeps the layout safe whatever the loop before becomes.
+template <class Tile, class Block, class RegsArray>
+TL_HOST_DEVICE void mergeRowLse(Block& block, float (&reduce)[Tile::BM][Tile::kThreadsX][2], RegsArray& regs,
+                                float* rowStates) {
+  block.sync();
+  block.forEach([&](int tid) {
+    TL_UNROLL
+    for (int r = 0; r < Tile::TM; ++r) {
+      reduce[Tile::row(tid, r)][Tile::tx(tid)][0] = regs[tid].lse[r].m;
+      reduce[Tile::row(tid, r)][Tile::tx(tid)][1] = regs[tid].lse[r].s;
+    }
+  });
+  block.sync();
+  block.forEach([&](int tid) {
+    if (tid >= Tile::BM) return;
+    OnlineLse total;
+    for (int t = 0; t < Tile::kThreadsX; ++t) total.merge(OnlineLse{reduce[tid][t][0], reduce[tid][t][1]});
+    rowStates[tid * 2] = total.m;
+    rowStates[tid * 2 + 1] = total.s;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
 template <class Tile_>
 struct LsePartialKernelT {
   using Tile = Tile_;
@@ -64,49 +125,9 @@ struct LsePartialKernelT {
     const float* shift = p.shift + b * p.ldB;
     const IndexRange tiles = splitRange(p.keyTiles, p.splits, bi.y);
     typename Block::template Local<Regs> regs(block);
-
-    for (long long kt = tiles.first; kt < tiles.last; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, p.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, aT, p.ldA, row0, bT, p.ldB, col0, k0);
-                    });
-      // Registers and global memory only: the next tile's loads may overwrite the operands meanwhile.
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        float colShift[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(shift + col0 + Tile::col(tid, c), &colShift[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          float x[TN];
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c) x[c] = mulRn(reg.acc[r][c], p.scoreScale) + colShift[c];
-          reg.lse[r].addTile(x);
-        }
-      });
-    }
-
-    // Merge the kThreadsX partial states of every row in a fixed order (deterministic). `reduce` overlays
-    // the operands; the sync after the last accumulate phase already ordered those reads, this one keeps
-    // the layout safe whatever the loop above becomes.
-    block.sync();
-    block.forEach([&](int tid) {
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        sh.reduce[Tile::row(tid, r)][Tile::tx(tid)][0] = regs[tid].lse[r].m;
-        sh.reduce[Tile::row(tid, r)][Tile::tx(tid)][1] = regs[tid].lse[r].s;
-      }
-    });
-    block.sync();
-    block.forEach([&](int tid) {
-      if (tid >= BM) return;
-      OnlineLse total;
-      for (int t = 0; t < Tile::kThreadsX; ++t) total.merge(OnlineLse{sh.reduce[tid][t][0], sh.reduce[tid][t][1]});
-      float* out = p.states + (((long long)bi.y * p.batch + b) * p.ldA + row0 + tid) * 2;
-      out[0] = total.m;
-      out[1] = total.s;
-    });
+    streamRowLse<Tile>(block, sh.operands, regs, aT, p.ldA, bT, p.ldB, shift, p.dPad, p.scoreScale, row0, tiles.first,
+                       tiles.last, [](long long, long long) { return true; });  // masked keys: −inf shifts
+    mergeRowLse<Tile>(block, sh.reduce, regs, p.states + (((long long)bi.y * p.batch + b) * p.ldA + row0) * 2);
   }
 };
 using LsePartialKernel = LsePartialKernelT<ScoreTile<128, 128, 8, 8, kHeadDimPad>>;

@@ -143,7 +143,7 @@ TEST(SimBanded, ARowTileVisitsOnlyTheKeyTilesItsBandMeets) {
   // Clipped at the last key.
   EXPECT_EQ(bandKeyTiles(64, 64, 64, 1000, 100).last, 2);
   // Rows beyond the last key's band (a rectangle's inactive rows): no tile at all.
-  const cuda::BandTiles none = bandKeyTiles(192, 64, 64, 10, 100);
+  const cuda::IndexRange none = bandKeyTiles(192, 64, 64, 10, 100);
   EXPECT_EQ(none.first, none.last);
 }
 
