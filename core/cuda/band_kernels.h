@@ -154,50 +154,12 @@ struct BandApplyKernel {
 
   template <class Block>
   TL_HOST_DEVICE static void run(Block& block, const Params& p, BlockIndex bi, Shared& sh) {
-    const PlanTileParams& g = p.tile;
     const long long row0 = (long long)bi.x * BM, b = bi.z;
-    const int c0 = bi.y * DVC;
-    const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
-    const float* v = p.v + b * g.ldK * p.dvPad;
-    const IndexRange tiles = bandKeyTiles(row0, BM, BN, p.W, g.nk);
+    const IndexRange tiles = bandKeyTiles(row0, BM, BN, p.W, p.tile.nk);
     typename Block::template Local<Regs> regs(block);
-    block.forEach([&](int tid) {
-      Values::zero(regs[tid].o);
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
-    });
-    for (long long kt = tiles.first; kt < tiles.last; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
-                    });
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);
-        float colPotential[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          const long long i = row0 + Tile::row(tid, r);
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c) {
-            const float x = inBand(i, col0 + Tile::col(tid, c), p.W) ? mulRn(reg.acc[r][c], g.scoreScale) : negInf();
-            reg.acc[r][c] = planEntry(x, reg.ut[r], colPotential[c], g.scale);  // off the band: exp(−inf) = 0
-          }
-        }
-        Values::storePlan(tid, sh.values, reg.acc);
-        Values::waitLoads();
-      });
-      block.sync();
-      block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
-      block.sync();
-    }
-    block.forEach([&](int tid) {
-      storeValueOutput<Values>(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
-                               [](int) { return 1.f; });
-    });
+    const long long W = p.W;
+    applyPlanTiles<Tile, Values>(block, sh, regs, p.tile, p.v, p.dv, p.dvPad, p.out, b, row0, bi.y * DVC,
+                                      tiles.first, tiles.last, [W](long long i, long long j) { return inBand(i, j, W); });
   }
 };
 

@@ -303,6 +303,56 @@ TL_HOST_DEVICE void storeValueOutput(int tid, const float (&o)[Values::TM][Value
 using Fp32Tile64 = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
 using Tf32Tile64 = Tf32ScoreTile<64, 64, 2, 4, kHeadDimPad>;
 
+// The body of an A·V kernel, shared by ApplyKernelT and band_kernels.h BandApplyKernel (which differ only in
+// the key tiles they visit and in which entries are on the support): O = A·V for the rows [row0, row0 + BM)
+// and the output columns [c0, c0 + kValueDimPad) of head b, streaming the key tiles [firstTile, lastTile),
+// with A_ij = 0 where !onSupport(i, j). `sh` holds the tile's `operands` and the P·V tiles `values`, never
+// live together: the product ends at a barrier after its last reads, and the next product starts after the
+// barrier that ends the P·V phase. `regs[tid]` holds `acc` (scores, then plan entries), `o` and `ut`.
+template <class Tile, class Values, class Block, class SharedT, class RegsArray, class OnSupport>
+TL_HOST_DEVICE void applyPlanTiles(Block& block, SharedT& sh, RegsArray& regs, const PlanTileParams& g,
+                                   const float* values, int dv, int dvPad, float* out, long long b, long long row0,
+                                   int c0, long long firstTile, long long lastTile, OnSupport&& onSupport) {
+  const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
+  const float* v = values + b * g.ldK * dvPad;
+  block.forEach([&](int tid) {
+    Values::zero(regs[tid].o);
+    TL_UNROLL
+    for (int r = 0; r < Tile::TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
+  });
+  for (long long kt = firstTile; kt < lastTile; ++kt) {
+    const long long col0 = kt * Tile::BN;
+    Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                  [&](int tid, int k0, typename Tile::Stage& st) {
+                    Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
+                  });
+    block.forEach([&](int tid) {
+      auto& reg = regs[tid];
+      Values::loadValues(tid, sh.values, v, col0, dvPad, c0);  // in flight while the entries are computed
+      float colPotential[Tile::TN];
+      TL_UNROLL
+      for (int c = 0; c < Tile::TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
+      TL_UNROLL
+      for (int r = 0; r < Tile::TM; ++r) {
+        const long long i = row0 + Tile::row(tid, r);
+        TL_UNROLL
+        for (int c = 0; c < Tile::TN; ++c) {
+          const float x = onSupport(i, col0 + Tile::col(tid, c)) ? mulRn(reg.acc[r][c], g.scoreScale) : negInf();
+          reg.acc[r][c] = planEntry(x, reg.ut[r], colPotential[c], g.scale);  // off the support: exp(−inf) = 0
+        }
+      }
+      Values::storePlan(tid, sh.values, reg.acc);
+      Values::waitLoads();
+    });
+    block.sync();
+    block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
+    block.sync();
+  }
+  block.forEach([&](int tid) {
+    storeValueOutput<Values>(tid, regs[tid].o, out + b * g.nq * dv, row0, c0, g.nq, dv, [](int) { return 1.f; });
+  });
+}
+
 template <class Tile_, class Values_>
 struct ApplyKernelT {
   using Tile = Tile_;
@@ -316,9 +366,7 @@ struct ApplyKernelT {
     int dv, dvPad;
     float* out;  // [batch][nq][dv]
   };
-  // The operands and the P·V tiles are never live together: the product ends at a barrier after its last
-  // reads, and the next product starts after the barrier that ends the P·V phase.
-  union Shared {
+  union Shared {  // see applyPlanTiles
     typename Tile::Operands operands;
     typename Values::Smem values;
   };
@@ -332,47 +380,10 @@ struct ApplyKernelT {
 
   template <class Block>
   TL_HOST_DEVICE static void run(Block& block, const Params& p, BlockIndex bi, Shared& sh) {
-    const PlanTileParams& g = p.tile;
     const long long row0 = (long long)bi.x * BM, b = bi.z;
-    const int c0 = bi.y * DVC;
-    const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
-    const float* v = p.v + b * g.ldK * p.dvPad;
     typename Block::template Local<Regs> regs(block);
-    block.forEach([&](int tid) {
-      Values::zero(regs[tid].o);
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
-    });
-    const long long keyTiles = ceilDiv(g.nk, BN);
-    for (long long kt = 0; kt < keyTiles; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
-                    });
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);  // in flight while the entries are computed
-        float colPotential[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c)
-            reg.acc[r][c] = planEntry(mulRn(reg.acc[r][c], g.scoreScale), reg.ut[r], colPotential[c], g.scale);
-        }
-        Values::storePlan(tid, sh.values, reg.acc);
-        Values::waitLoads();
-      });
-      block.sync();
-      block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
-      block.sync();
-    }
-    block.forEach([&](int tid) {
-      storeValueOutput<Values>(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
-                               [](int) { return 1.f; });
-    });
+    applyPlanTiles<Tile, Values>(block, sh, regs, p.tile, p.v, p.dv, p.dvPad, p.out, b, row0, bi.y * DVC, 0,
+                                      ceilDiv(p.tile.nk, BN), [](long long, long long) { return true; });
   }
 };
 using ApplyKernel = ApplyKernelT<Fp32Tile64, ValueProduct<Fp32Tile64, kValueDimPad>>;
