@@ -14,14 +14,15 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
 #include "cuda/attention_problem.h"
-#include "cuda/convert_kernels.h"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_sets.h"
 #include "cuda/launch_config.h"
+#include "cuda/run_inputs.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl::cuda {
@@ -119,20 +120,15 @@ class DenseRun {
     const double free = dev_.freeBytes();
     if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(pathName(), need, L_.batch, L_.nq, L_.nk, free));
 
-    nonFinite_ = dev_.template alloc<int>(1, "a status flag");
-    const int zero = 0;
-    dev_.upload(nonFinite_, &zero, 1);
-    qT_ = convertTransposed(p_.q, L_.nq, L_.ldQ, "q");
-    kT_ = convertTransposed(p_.k, L_.nk, L_.ldK, "k");
-    if (L_.dv) v_ = convertRows(p_.v);
-    int found = 0;
-    dev_.download(&found, nonFinite_, 1);
-    if (found) throwNonFinite(p_, spec_.family);
+    DeviceOperands<Dev> operands = uploadOperands(dev_, p_, L_, L_.dv > 0, options_.tf32, spec_.family);
+    qT_ = std::move(operands.qT);
+    kT_ = std::move(operands.kT);
+    v_ = std::move(operands.v);
 
-    logMu_ = uploadVector(p_.logMu, "marginals");
-    logNu_ = uploadVector(p_.logNu, "marginals");
-    targetMu_ = uploadVector(targets(p_.logMu), "marginal targets");
-    targetNu_ = uploadVector(targets(p_.logNu), "marginal targets");
+    logMu_ = uploadVector(dev_, p_.logMu, "marginals");
+    logNu_ = uploadVector(dev_, p_.logNu, "marginals");
+    targetMu_ = uploadVector(dev_, marginalTargets(p_.logMu, p_.scale), "marginal targets");
+    targetNu_ = uploadVector(dev_, marginalTargets(p_.logNu, p_.scale), "marginal targets");
     ut_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ), "potentials");
     vt_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK), "potentials");
     const long long stateRows = std::max(L_.rowSplits * L_.ldQ, L_.colSplits * L_.ldK);
@@ -199,11 +195,11 @@ class DenseRun {
       ut_ = uploadPotential(*spec_.givenU, L_.nq, L_.ldQ);
       vt_ = uploadPotential(*spec_.givenV, L_.nk, L_.ldK);
     } else {
-      initPotential(logMu_, L_.nq, L_.ldQ, ut_);
+      initPotential(dev_, L_.batch, logMu_, L_.nq, L_.ldQ, ut_);
       if (spec_.initialV)
         vt_ = uploadPotential(*spec_.initialV, L_.nk, L_.ldK);
       else
-        initPotential(logNu_, L_.nk, L_.ldK, vt_);
+        initPotential(dev_, L_.batch, logNu_, L_.nk, L_.ldK, vt_);
       for (int t = 1; t <= L_.passes; ++t) {
         halfStep<K>(t);
         dev_.afterHalfStep(options_.canceled);
@@ -230,52 +226,13 @@ class DenseRun {
     return spec_.family + " duals path";
   }
 
-  std::vector<float> targets(const std::vector<float>& logMarginal) const {
-    std::vector<float> t(logMarginal.size());
-    for (size_t i = 0; i < t.size(); ++i) t[i] = marginalTarget(logMarginal[i], p_.scale);
-    return t;
-  }
-
-  Buffer<float> uploadVector(const std::vector<float>& host, const char* what) {
-    Buffer<float> buf = dev_.template alloc<float>(host.size(), what);
-    dev_.upload(buf, host.data(), host.size());
-    return buf;
-  }
-
-  Buffer<float> convertTransposed(const void* src, int n, long long ld, const char* name) {
-    const size_t bytes = size_t(L_.batch) * n * L_.d * elementSize(p_.type);
-    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
-    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
-    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.dPad * ld), name);
-    ConvertTransposeKernel::Params a{raw.data(), p_.type, n, L_.d, int(L_.dPad), ld, out.data(), nonFinite_.data(),
-                                     options_.tf32};
-    dev_.template launch<ConvertTransposeKernel>("ConvertTransposeKernel", ConvertTransposeKernel::grid(a, L_.batch), a);
-    return out;  // `raw` is released after the kernel (stream-ordered on the device)
-  }
-
-  Buffer<float> convertRows(const void* src) {
-    const size_t bytes = size_t(L_.batch) * L_.nk * L_.dv * elementSize(p_.type);
-    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
-    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
-    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * L_.dvPad), "v");
-    ConvertRowsKernel::Params a{raw.data(), p_.type, L_.nk, L_.dv, L_.ldK, L_.dvPad, out.data(),
-                                nonFinite_.data(), options_.tf32};
-    dev_.template launch<ConvertRowsKernel>("ConvertRowsKernel", ConvertRowsKernel::grid(a, L_.batch), a);
-    return out;
-  }
-
-  void initPotential(const Buffer<float>& logMarginal, int n, long long ld, Buffer<float>& potential) {
-    InitPotentialKernel::Params a{logMarginal.data(), n, ld, potential.data()};
-    dev_.template launch<InitPotentialKernel>("InitPotentialKernel", InitPotentialKernel::grid(a, L_.batch), a);
-  }
-
   // Given duals in score coordinates → padded potentials in eps units (−inf stays −inf).
   Buffer<float> uploadPotential(const std::vector<float>& duals, int n, long long ld) {
     std::vector<float> padded(size_t(L_.batch * ld), negInf());
     const float eps = float(spec_.eps);
     for (long long b = 0; b < L_.batch; ++b)
       for (long long i = 0; i < n; ++i) padded[size_t(b * ld + i)] = duals[size_t(b * n + i)] / eps;
-    return uploadVector(padded, "potentials");
+    return uploadVector(dev_, padded, "potentials");
   }
 
   std::vector<float> downloadPotential(const Buffer<float>& potential, int n, long long ld) {
@@ -383,7 +340,6 @@ class DenseRun {
   DenseLayout L_;
   float scoreScale_;
   bool flashOutputDone_ = false;
-  Buffer<int> nonFinite_;
   Buffer<float> qT_, kT_, v_, logMu_, logNu_, targetMu_, targetNu_, ut_, vt_, states_;
   Buffer<float> uHistory_, vHistory_, output_, plan_, tileMean_, tileMax_;
   Buffer<double> errors_;
