@@ -19,24 +19,15 @@
 namespace tl::cuda {
 
 // Padded sizes of a banded run (pure).
-struct BandLayout {
-  int batch = 0, nq = 0, nk = 0, d = 0, dv = 0;
-  long long ldQ = 0, ldK = 0, dPad = 0, dvPad = 0, W = 0;
+struct BandLayout : OperandLayout {
+  long long W = 0;  // the band half-width
   int steps = 0;   // single normalisations: 2·(base + tail)
   int passes = 0;  // half-steps run: steps, plus one for the last plan's errors
 };
 
 inline BandLayout bandLayout(const AttentionProblem& p, long long W, int steps, bool errors) {
   BandLayout L;
-  L.batch = p.batch;
-  L.nq = p.nq;
-  L.nk = p.nk;
-  L.d = p.d;
-  L.dv = p.v ? p.dv : 0;
-  L.ldQ = roundUp(p.nq, kTokenPad);
-  L.ldK = roundUp(p.nk, kTokenPad);
-  L.dPad = roundUp(p.d, kHeadDimPad);
-  L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
+  static_cast<OperandLayout&>(L) = operandLayout(p);
   L.W = W;
   L.steps = steps;
   L.passes = steps + (errors ? 1 : 0);
@@ -48,10 +39,7 @@ inline MemoryEstimate bandMemory(const BandLayout& L, const AttentionProblem& p,
                                  bool band) {
   const double b = L.batch, f = sizeof(float);
   MemoryEstimate e;
-  e.items.push_back({"q and k", b * L.dPad * double(L.ldQ + L.ldK) * f});
-  e.items.push_back({"input staging", double(elementSize(p.type)) *
-                                          std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b});
-  if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
+  addOperandMemory(e, L, p);
   const double states = 2.0 * (std::max(L.ldQ, L.ldK) + L.ldK);  // half-steps' and the final column pass's
   e.items.push_back({"potentials and LSE states", b * (double(L.ldQ + L.ldK) + states) * f + 3.0 * (L.nq + L.nk) * f});
   if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});

@@ -42,9 +42,7 @@ struct DenseRunSpec {
 };
 
 // Padded sizes and launch choices of a run, from the problem, the request and the device (pure).
-struct DenseLayout {
-  int batch = 0, nq = 0, nk = 0, d = 0, dv = 0;
-  long long ldQ = 0, ldK = 0, dPad = 0, dvPad = 0;  // padded token axes, head and value dimensions
+struct DenseLayout : OperandLayout {
   int rowSplits = 1, colSplits = 1;                 // key splits of row and column half-steps
   bool loop = true;                                 // run the duals loop (false: given duals)
   int steps = 0;                                    // T (0 with given duals)
@@ -55,15 +53,7 @@ struct DenseLayout {
 inline DenseLayout denseLayout(const AttentionProblem& p, const DenseRunSpec& spec, const CudaOptions& options,
                                const DeviceLimits& limits) {
   DenseLayout L;
-  L.batch = p.batch;
-  L.nq = p.nq;
-  L.nk = p.nk;
-  L.d = p.d;
-  L.dv = p.v ? p.dv : 0;
-  L.ldQ = roundUp(p.nq, kTokenPad);
-  L.ldK = roundUp(p.nk, kTokenPad);
-  L.dPad = roundUp(p.d, kHeadDimPad);
-  L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
+  static_cast<OperandLayout&>(L) = operandLayout(p);
   using Lse = LsePartialKernel;  // both kernel sets use 128 × 128 LSE tiles (LsePartialKernelT asserts it)
   L.rowSplits = chooseKeySplits(p.batch * ceilDiv(p.nq, Lse::BM), L.ldK / Lse::BN, limits);
   L.colSplits = chooseKeySplits(p.batch * ceilDiv(p.nk, Lse::BM), L.ldQ / Lse::BN, limits);
@@ -82,12 +72,8 @@ inline DenseLayout denseLayout(const AttentionProblem& p, const DenseRunSpec& sp
 // Everything a run allocates on the device (checked against the free memory before the first allocation).
 inline MemoryEstimate denseMemory(const DenseLayout& L, const AttentionProblem& p, const CudaOptions& options) {
   const double b = L.batch, f = sizeof(float);
-  const double staging = double(elementSize(p.type)) *
-                         std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b;
   MemoryEstimate e;
-  e.items.push_back({"q and k", b * L.dPad * double(L.ldQ + L.ldK) * f});
-  e.items.push_back({"input staging", staging});
-  if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
+  addOperandMemory(e, L, p);
   const double states = std::max(double(L.rowSplits) * L.ldQ, double(L.colSplits) * L.ldK) * b * 2 * f;
   e.items.push_back({"potentials and LSE states", b * double(L.ldQ + L.ldK) * f + states + 3.0 * (L.nq + L.nk) * f});
   if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});

@@ -2,17 +2,49 @@
 // The inputs of a device run, shared by the dense and the banded runs (dense_run.h, band_run.h), for any
 // device (the Dev interface of dense_run.h): q and k (and v) converted into the kernels' padded float32
 // operands (convert_kernels.h) with one check for non-finite values, host vectors uploaded, potentials
-// initialised. A Layout provides batch, nq, nk, d, dv and the padded ldQ, ldK, dPad, dvPad (DenseLayout,
-// BandLayout).
+// initialised; the padded operand sizes and their memory items.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cuda/attention_problem.h"
 #include "cuda/convert_kernels.h"
+#include "cuda/dense_kernels.h"
 #include "cuda/half_step.h"
+#include "cuda/launch_config.h"
 
 namespace tl::cuda {
+
+// The padded sizes of a problem's operands (pure), the part that DenseLayout and BandLayout share.
+struct OperandLayout {
+  int batch = 0, nq = 0, nk = 0, d = 0, dv = 0;
+  long long ldQ = 0, ldK = 0, dPad = 0, dvPad = 0;  // padded token axes, head and value dimensions
+};
+
+inline OperandLayout operandLayout(const AttentionProblem& p) {
+  OperandLayout L;
+  L.batch = p.batch;
+  L.nq = p.nq;
+  L.nk = p.nk;
+  L.d = p.d;
+  L.dv = p.v ? p.dv : 0;
+  L.ldQ = roundUp(p.nq, kTokenPad);
+  L.ldK = roundUp(p.nk, kTokenPad);
+  L.dPad = roundUp(p.d, kHeadDimPad);
+  L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
+  return L;
+}
+
+// The operands' items of a run's memory estimate: q and k, the largest input staging buffer, v.
+inline void addOperandMemory(MemoryEstimate& e, const OperandLayout& L, const AttentionProblem& p) {
+  const double b = L.batch, f = sizeof(float);
+  const double staging = double(elementSize(p.type)) *
+                         std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b;
+  e.items.push_back({"q and k", b * L.dPad * double(L.ldQ + L.ldK) * f});
+  e.items.push_back({"input staging", staging});
+  if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
+}
 
 template <class Dev>
 struct DeviceOperands {
@@ -23,8 +55,8 @@ struct DeviceOperands {
 namespace detail {
 
 // One of q, k ([batch][n][d] of the problem's element type) → k-major [batch][dPad][ld] float32.
-template <class Dev, class Layout>
-typename Dev::template Buffer<float> convertTransposed(Dev& dev, const AttentionProblem& p, const Layout& L,
+template <class Dev>
+typename Dev::template Buffer<float> convertTransposed(Dev& dev, const AttentionProblem& p, const OperandLayout& L,
                                                        const void* src, int n, long long ld, int* nonFinite,
                                                        bool tf32, const char* name) {
   const size_t bytes = size_t(L.batch) * n * L.d * elementSize(p.type);
@@ -37,9 +69,9 @@ typename Dev::template Buffer<float> convertTransposed(Dev& dev, const Attention
 }
 
 // v ([batch][nk][dv]) → row-major [batch][ldK][dvPad] float32.
-template <class Dev, class Layout>
-typename Dev::template Buffer<float> convertRows(Dev& dev, const AttentionProblem& p, const Layout& L, int* nonFinite,
-                                                 bool tf32) {
+template <class Dev>
+typename Dev::template Buffer<float> convertRows(Dev& dev, const AttentionProblem& p, const OperandLayout& L,
+                                                 int* nonFinite, bool tf32) {
   const size_t bytes = size_t(L.batch) * L.nk * L.dv * elementSize(p.type);
   auto raw = dev.template alloc<unsigned char>(bytes, "input staging");
   dev.upload(raw, static_cast<const unsigned char*>(p.v), bytes);
@@ -53,8 +85,8 @@ typename Dev::template Buffer<float> convertRows(Dev& dev, const AttentionProble
 
 // q, k and, when `withV`, v as padded float32 operands (rounded to TF32 when `tf32`); a non-finite input value
 // throws throwNonFinite's error for `family`.
-template <class Dev, class Layout>
-DeviceOperands<Dev> uploadOperands(Dev& dev, const AttentionProblem& p, const Layout& L, bool withV, bool tf32,
+template <class Dev>
+DeviceOperands<Dev> uploadOperands(Dev& dev, const AttentionProblem& p, const OperandLayout& L, bool withV, bool tf32,
                                    const std::string& family) {
   auto nonFinite = dev.template alloc<int>(1, "a status flag");
   const int zero = 0;
