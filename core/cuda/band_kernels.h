@@ -42,14 +42,8 @@ struct BandLseKernel {
     long long ldA, ldB, W;
     float scoreScale;    // 1/(√d·eps)
   };
-  union Shared {
-    typename Tile::Operands operands;
-    float reduce[BM][Tile::kThreadsX][2];
-  };
-  struct Regs {
-    float acc[TM][TN];
-    OnlineLse lse[TM];
-  };
+  using Shared = RowLseState<Tile>::Shared;
+  using Regs = RowLseState<Tile>::Regs;
   // x: row tiles, z: batch.
   static Grid grid(const Params& p, long long rows) { return {ceilDiv(rows, BM), 1, p.batch}; }
 
@@ -140,15 +134,8 @@ struct BandApplyKernel {
     int dv, dvPad;
     float* out;  // [batch][nq][dv]
   };
-  union Shared {
-    typename Tile::Operands operands;
-    typename Values::Smem values;
-  };
-  struct Regs {
-    float acc[TM][TN];
-    float o[TM][Values::TV];
-    float ut[TM];
-  };
+  using Shared = ApplyTileState<Tile, Values>::Shared;
+  using Regs = ApplyTileState<Tile, Values>::Regs;
   // x: row tiles, y: output column chunks, z: batch.
   static Grid grid(const Params& p) { return {ceilDiv(p.tile.nq, BM), p.dvPad / DVC, p.tile.batch}; }
 
@@ -159,7 +146,7 @@ struct BandApplyKernel {
     typename Block::template Local<Regs> regs(block);
     const long long W = p.W;
     applyPlanTiles<Tile, Values>(block, sh, regs, p.tile, p.v, p.dv, p.dvPad, p.out, b, row0, bi.y * DVC,
-                                      tiles.first, tiles.last, [W](long long i, long long j) { return inBand(i, j, W); });
+                                 tiles.first, tiles.last, [W](long long i, long long j) { return inBand(i, j, W); });
   }
 };
 

@@ -30,9 +30,21 @@ constexpr int kValueDimPad = 64;
 
 // ---------------------------------------------------------------------------------------------------------
 // The two phases of a row-LSE kernel, shared by LsePartialKernelT and band_kernels.h BandLseKernel (which
-// differ only in the key tiles they visit and in which entries are on the support). `regs[tid]` holds the
-// thread's score tile `acc` and its per-row online LSE states `lse`.
-//
+// differ only in the key tiles they visit and in which entries are on the support), and their state: the
+// block's shared memory and each thread's registers (`regs[tid]`: the score tile `acc` and the per-row online
+// LSE states `lse`).
+template <class Tile>
+struct RowLseState {
+  union Shared {
+    typename Tile::Operands operands;
+    float reduce[Tile::BM][Tile::kThreadsX][2];  // per-thread (m, s) of every row, merged at the end
+  };
+  struct Regs {
+    float acc[Tile::TM][Tile::TN];
+    OnlineLse lse[Tile::TM];
+  };
+};
+
 // Streams the key tiles [firstTile, lastTile) of the rows [row0, row0 + BM) into the per-row states, entries
 // x_ij = X_ij + shift_j where onSupport(i, j), −inf elsewhere.
 template <class Tile, class Block, class RegsArray, class OnSupport>
@@ -106,14 +118,8 @@ struct LsePartialKernelT {
     float scoreScale;    // 1/(√d·eps)
     int keyTiles, splits;
   };
-  union Shared {
-    typename Tile::Operands operands;
-    float reduce[BM][Tile::kThreadsX][2];  // per-thread (m, s) of every row, merged at the end
-  };
-  struct Regs {
-    float acc[TM][TN];
-    OnlineLse lse[TM];
-  };
+  using Shared = typename RowLseState<Tile>::Shared;
+  using Regs = typename RowLseState<Tile>::Regs;
   // x: row tiles, y: key splits, z: batch.
   static Grid grid(const Params& p, long long rows) { return {ceilDiv(rows, BM), p.splits, p.batch}; }
 
@@ -306,9 +312,23 @@ using Tf32Tile64 = Tf32ScoreTile<64, 64, 2, 4, kHeadDimPad>;
 // The body of an A·V kernel, shared by ApplyKernelT and band_kernels.h BandApplyKernel (which differ only in
 // the key tiles they visit and in which entries are on the support): O = A·V for the rows [row0, row0 + BM)
 // and the output columns [c0, c0 + kValueDimPad) of head b, streaming the key tiles [firstTile, lastTile),
-// with A_ij = 0 where !onSupport(i, j). `sh` holds the tile's `operands` and the P·V tiles `values`, never
-// live together: the product ends at a barrier after its last reads, and the next product starts after the
-// barrier that ends the P·V phase. `regs[tid]` holds `acc` (scores, then plan entries), `o` and `ut`.
+// with A_ij = 0 where !onSupport(i, j). Its state (ApplyTileState): the block's `operands` and P·V tiles
+// `values`, never live together (the product ends at a barrier after its last reads, and the next product
+// starts after the barrier that ends the P·V phase), and each thread's `acc` (scores, then plan entries), `o`
+// and `ut`.
+template <class Tile, class Values>
+struct ApplyTileState {
+  union Shared {
+    typename Tile::Operands operands;
+    typename Values::Smem values;
+  };
+  struct Regs {
+    float acc[Tile::TM][Tile::TN];  // scores, then plan entries
+    float o[Tile::TM][Values::TV];
+    float ut[Tile::TM];
+  };
+};
+
 template <class Tile, class Values, class Block, class SharedT, class RegsArray, class OnSupport>
 TL_HOST_DEVICE void applyPlanTiles(Block& block, SharedT& sh, RegsArray& regs, const PlanTileParams& g,
                                    const float* values, int dv, int dvPad, float* out, long long b, long long row0,
@@ -366,15 +386,8 @@ struct ApplyKernelT {
     int dv, dvPad;
     float* out;  // [batch][nq][dv]
   };
-  union Shared {  // see applyPlanTiles
-    typename Tile::Operands operands;
-    typename Values::Smem values;
-  };
-  struct Regs {
-    float acc[TM][TN];  // scores, then plan entries
-    float o[TM][Values::TV];
-    float ut[TM];
-  };
+  using Shared = typename ApplyTileState<Tile, Values>::Shared;
+  using Regs = typename ApplyTileState<Tile, Values>::Regs;
   // x: row tiles, y: output column chunks, z: batch.
   static Grid grid(const Params& p) { return {ceilDiv(p.tile.nq, BM), p.dvPad / DVC, p.tile.batch}; }
 
@@ -383,7 +396,7 @@ struct ApplyKernelT {
     const long long row0 = (long long)bi.x * BM, b = bi.z;
     typename Block::template Local<Regs> regs(block);
     applyPlanTiles<Tile, Values>(block, sh, regs, p.tile, p.v, p.dv, p.dvPad, p.out, b, row0, bi.y * DVC, 0,
-                                      ceilDiv(p.tile.nk, BN), [](long long, long long) { return true; });
+                                 ceilDiv(p.tile.nk, BN), [](long long, long long) { return true; });
   }
 };
 using ApplyKernel = ApplyKernelT<Fp32Tile64, ValueProduct<Fp32Tile64, kValueDimPad>>;
