@@ -12,6 +12,7 @@
 #include "cuda/band_kernels.h"
 #include "ops/banded/banded.h"
 #include "ops/banded/banded_device.h"
+#include "ops/banded/banded_test_util.h"
 #include "sim_kernels.h"
 #include "sim_path_support.h"
 #include "support/test_util.h"
@@ -24,12 +25,7 @@ using cuda::test::simHead;
 using cuda::test::simulatedKernels;
 
 BandedParams params(int W, int base = 3, int tail = 2, double eps = 1.0, bool dustbin = false) {
-  BandedParams p;
-  p.W = W;
-  p.baseSteps = base;
-  p.tailSteps = tail;
-  p.eps = eps;
-  p.dustbin = dustbin;
+  BandedParams p = test::bandedParams(W, base, tail, eps, dustbin);
   p.tile = 16;
   return p;
 }
