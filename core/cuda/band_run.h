@@ -14,7 +14,7 @@
 #include "cuda/banded_cuda.h"
 #include "cuda/cuda_error.h"
 #include "cuda/launch_config.h"
-#include "cuda/run_inputs.h"
+#include "cuda/run_transfers.h"
 
 namespace tl::cuda {
 
@@ -233,23 +233,12 @@ class BandRun {
                              : r.vHistory.data() + (b * L_.steps + t - 1) * L_.nk);
           const float g = float(eps_) * gaugeAfter(b, t - 1);
           for (int i = 0; i < n; ++i) own[i] = rows ? own[i] + g : own[i] - g;
-          // The other side did not move: its raw value repeats (row 0 of v: the start, 0 or −inf).
-          if (rows) {
-            float* v = r.vHistory.data() + (b * L_.steps + t - 1) * L_.nk;
-            for (int j = 0; j < L_.nk; ++j)
-              v[j] = t == 1 ? (isNegInf(p_.logNu[size_t(j)]) ? negInf() : 0.f) : v[j - L_.nk];
-          } else {
-            float* u = r.uHistory.data() + (b * L_.steps + t - 1) * L_.nq;
-            for (int i = 0; i < L_.nq; ++i) u[i] = u[i - L_.nq];
-          }
         }
+      // The other side did not move: its raw value repeats (row 0 of v: the start, 0 or −inf).
+      fillUnchangedHistoryRows(r, L_.batch, L_.steps, L_.nq, L_.nk,
+                               [&](long long, int j) { return isNegInf(p_.logNu[size_t(j)]) ? negInf() : 0.f; });
     }
-    if (errors_.size()) {
-      const std::vector<double> e = download(errors_);
-      r.errorHistory.resize(e.size() / 4);
-      for (size_t s = 0; s < r.errorHistory.size(); ++s)
-        r.errorHistory[s] = StepErrors{e[4 * s], e[4 * s + 1], e[4 * s + 2], e[4 * s + 3]};
-    }
+    if (errors_.size()) r.errorHistory = stepErrors(download(errors_));
   }
 
   template <class Gauge>

@@ -22,7 +22,7 @@
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_sets.h"
 #include "cuda/launch_config.h"
-#include "cuda/run_inputs.h"
+#include "cuda/run_transfers.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl::cuda {
@@ -151,14 +151,15 @@ class DenseRun {
     if (uHistory_.size()) {
       r.uHistory = download(uHistory_);
       r.vHistory = download(vHistory_);
-      fillUnchangedHistoryRows(r);
+      // The device writes a side's history row only at its own half-steps; the other rows repeat the previous
+      // value (row 0 of v: the initial potential), as the CPU loop records both sides after every step.
+      const float eps = float(spec_.eps);
+      fillUnchangedHistoryRows(r, L_.batch, L_.steps, L_.nq, L_.nk, [&](long long b, int j) {
+        if (spec_.initialV) return (*spec_.initialV)[size_t(b * L_.nk + j)];
+        return isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f;
+      });
     }
-    if (errors_.size()) {
-      const std::vector<double> e = download(errors_);
-      r.errorHistory.resize(e.size() / 4);
-      for (size_t s = 0; s < r.errorHistory.size(); ++s)
-        r.errorHistory[s] = StepErrors{e[4 * s], e[4 * s + 1], e[4 * s + 2], e[4 * s + 3]};
-    }
+    if (errors_.size()) r.errorHistory = stepErrors(download(errors_));
     if (output_.size()) r.output = download(output_);
     if (plan_.size()) r.plan = download(plan_);
     if (tileMean_.size()) {
@@ -295,28 +296,6 @@ class DenseRun {
                                   t <= L_.steps ? 1 : 0,
                                   errors && t > 1 ? 1 : 0};
     dev_.template launch<CloseHalfStepKernel>("CloseHalfStepKernel", CloseHalfStepKernel::grid(c), c);
-  }
-
-  // The device writes a side's history row only at its own half-steps; the other rows repeat the previous
-  // value (row 0 of v: the initial potential), as the CPU loop records both sides after every step.
-  void fillUnchangedHistoryRows(CudaAttentionResult& r) const {
-    const float eps = float(spec_.eps);
-    const auto initialV = [&](long long b, int j) {
-      if (spec_.initialV) return (*spec_.initialV)[size_t(b * L_.nk + j)];
-      return isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f;
-    };
-    for (long long b = 0; b < L_.batch; ++b) {
-      float* u = r.uHistory.data() + b * L_.steps * L_.nq;
-      float* v = r.vHistory.data() + b * L_.steps * L_.nk;
-      for (int t = 1; t <= L_.steps; ++t) {
-        if (t % 2 == 1) {
-          for (int j = 0; j < L_.nk; ++j)
-            v[(t - 1) * L_.nk + j] = t == 1 ? initialV(b, j) : v[(t - 2) * L_.nk + j];
-        } else {
-          for (int i = 0; i < L_.nq; ++i) u[(t - 1) * L_.nq + i] = u[(t - 2) * L_.nq + i];
-        }
-      }
-    }
   }
 
   Dev& dev_;

@@ -1,8 +1,9 @@
 #pragma once
-// The inputs of a device run, shared by the dense and the banded runs (dense_run.h, band_run.h), for any
-// device (the Dev interface of dense_run.h): q and k (and v) converted into the kernels' padded float32
-// operands (convert_kernels.h) with one check for non-finite values, host vectors uploaded, potentials
-// initialised; the padded operand sizes and their memory items.
+// What a device run moves in and out, shared by the dense and the banded runs (dense_run.h, band_run.h), for
+// any device (the Dev interface of dense_run.h). In: q and k (and v) converted into the kernels' padded
+// float32 operands (convert_kernels.h) with one check for non-finite values, host vectors uploaded, potentials
+// initialised; the padded operand sizes and their memory items. Out: the error history and the dual
+// histories' rows that the close kernels leave unwritten.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -121,6 +122,32 @@ void initPotential(Dev& dev, int batch, const typename Dev::template Buffer<floa
                    typename Dev::template Buffer<float>& potential) {
   InitPotentialKernel::Params a{logMarginal.data(), n, ld, potential.data()};
   dev.template launch<InitPotentialKernel>("InitPotentialKernel", InitPotentialKernel::grid(a, batch), a);
+}
+
+// The error history as the close kernels write it, [batch][steps][4] doubles (rowMax, rowMean, colMax,
+// colMean), one StepErrors per step.
+inline std::vector<StepErrors> stepErrors(const std::vector<double>& e) {
+  std::vector<StepErrors> out(e.size() / 4);
+  for (size_t s = 0; s < out.size(); ++s) out[s] = StepErrors{e[4 * s], e[4 * s + 1], e[4 * s + 2], e[4 * s + 3]};
+  return out;
+}
+
+// The dual histories' rows of the side a half-step leaves unchanged (v at odd steps, u at even ones), which
+// the close kernels do not write: the side's previous row, or initialV(b, j) for v at step 1.
+template <class InitialV>
+void fillUnchangedHistoryRows(CudaAttentionResult& r, long long batch, int steps, int nq, int nk,
+                              const InitialV& initialV) {
+  for (long long b = 0; b < batch; ++b) {
+    float* u = r.uHistory.data() + b * steps * nq;
+    float* v = r.vHistory.data() + b * steps * nk;
+    for (int t = 1; t <= steps; ++t) {
+      if (t % 2 == 1) {
+        for (int j = 0; j < nk; ++j) v[(t - 1) * nk + j] = t == 1 ? initialV(b, j) : v[(t - 2) * nk + j];
+      } else {
+        for (int i = 0; i < nq; ++i) u[(t - 1) * nq + i] = u[(t - 2) * nq + i];
+      }
+    }
+  }
 }
 
 }  // namespace tl::cuda
