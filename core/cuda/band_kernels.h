@@ -18,10 +18,7 @@ namespace tl::cuda {
 
 // The key tiles of width BN that meet the band of rows [row0, row0 + BM): [first, last), empty when every
 // row of the tile lies beyond the last key's band (a rectangle's inactive rows).
-struct BandTiles {
-  long long first = 0, last = 0;
-};
-TL_HOST_DEVICE inline BandTiles bandKeyTiles(long long row0, int BM, int BN, long long W, long long nKeys) {
+TL_HOST_DEVICE inline IndexRange bandKeyTiles(long long row0, int BM, int BN, long long W, long long nKeys) {
   const long long lo = row0 - W < 0 ? 0 : row0 - W;
   const long long hi = row0 + BM - 1 + W < nKeys - 1 ? row0 + BM - 1 + W : nKeys - 1;  // last key, inclusive
   if (lo > hi) return {0, 0};
@@ -45,14 +42,8 @@ struct BandLseKernel {
     long long ldA, ldB, W;
     float scoreScale;    // 1/(√d·eps)
   };
-  union Shared {
-    typename Tile::Operands operands;
-    float reduce[BM][Tile::kThreadsX][2];
-  };
-  struct Regs {
-    float acc[TM][TN];
-    OnlineLse lse[TM];
-  };
+  using Shared = RowLseState<Tile>::Shared;
+  using Regs = RowLseState<Tile>::Regs;
   // x: row tiles, z: batch.
   static Grid grid(const Params& p, long long rows) { return {ceilDiv(rows, BM), 1, p.batch}; }
 
@@ -62,51 +53,12 @@ struct BandLseKernel {
     const float* aT = p.aT + b * p.dPad * p.ldA;
     const float* bT = p.bT + b * p.dPad * p.ldB;
     const float* shift = p.shift + b * p.ldB;
-    const BandTiles tiles = bandKeyTiles(row0, BM, BN, p.W, p.nB);
+    const IndexRange tiles = bandKeyTiles(row0, BM, BN, p.W, p.nB);
     typename Block::template Local<Regs> regs(block);
-
-    for (long long kt = tiles.first; kt < tiles.last; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, p.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, aT, p.ldA, row0, bT, p.ldB, col0, k0);
-                    });
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        float colShift[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(shift + col0 + Tile::col(tid, c), &colShift[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          const long long i = row0 + Tile::row(tid, r);
-          float x[TN];
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c)
-            x[c] = inBand(i, col0 + Tile::col(tid, c), p.W) ? mulRn(reg.acc[r][c], p.scoreScale) + colShift[c]
-                                                              : negInf();
-          reg.lse[r].addTile(x);
-        }
-      });
-    }
-
-    // Merge the kThreadsX partial states of every row in a fixed order (deterministic), as LsePartialKernel.
-    block.sync();
-    block.forEach([&](int tid) {
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        sh.reduce[Tile::row(tid, r)][Tile::tx(tid)][0] = regs[tid].lse[r].m;
-        sh.reduce[Tile::row(tid, r)][Tile::tx(tid)][1] = regs[tid].lse[r].s;
-      }
-    });
-    block.sync();
-    block.forEach([&](int tid) {
-      if (tid >= BM) return;
-      OnlineLse total;
-      for (int t = 0; t < Tile::kThreadsX; ++t) total.merge(OnlineLse{sh.reduce[tid][t][0], sh.reduce[tid][t][1]});
-      float* out = p.states + (b * p.ldA + row0 + tid) * 2;
-      out[0] = total.m;
-      out[1] = total.s;
-    });
+    const long long W = p.W;
+    streamRowLse<Tile>(block, sh.operands, regs, aT, p.ldA, bT, p.ldB, shift, p.dPad, p.scoreScale, row0, tiles.first,
+                       tiles.last, [W](long long i, long long j) { return inBand(i, j, W); });
+    mergeRowLse<Tile>(block, sh.reduce, regs, p.states + (b * p.ldA + row0) * 2);
   }
 };
 
@@ -182,64 +134,19 @@ struct BandApplyKernel {
     int dv, dvPad;
     float* out;  // [batch][nq][dv]
   };
-  union Shared {
-    typename Tile::Operands operands;
-    typename Values::Smem values;
-  };
-  struct Regs {
-    float acc[TM][TN];
-    float o[TM][Values::TV];
-    float ut[TM];
-  };
+  using Shared = ApplyTileState<Tile, Values>::Shared;
+  using Regs = ApplyTileState<Tile, Values>::Regs;
   // x: row tiles, y: output column chunks, z: batch.
   static Grid grid(const Params& p) { return {ceilDiv(p.tile.nq, BM), p.dvPad / DVC, p.tile.batch}; }
 
   template <class Block>
   TL_HOST_DEVICE static void run(Block& block, const Params& p, BlockIndex bi, Shared& sh) {
-    const PlanTileParams& g = p.tile;
     const long long row0 = (long long)bi.x * BM, b = bi.z;
-    const int c0 = bi.y * DVC;
-    const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
-    const float* v = p.v + b * g.ldK * p.dvPad;
-    const BandTiles tiles = bandKeyTiles(row0, BM, BN, p.W, g.nk);
+    const IndexRange tiles = bandKeyTiles(row0, BM, BN, p.W, p.tile.nk);
     typename Block::template Local<Regs> regs(block);
-    block.forEach([&](int tid) {
-      Values::zero(regs[tid].o);
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
-    });
-    for (long long kt = tiles.first; kt < tiles.last; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
-                    });
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);
-        float colPotential[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          const long long i = row0 + Tile::row(tid, r);
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c) {
-            const float x = inBand(i, col0 + Tile::col(tid, c), p.W) ? mulRn(reg.acc[r][c], g.scoreScale) : negInf();
-            reg.acc[r][c] = planEntry(x, reg.ut[r], colPotential[c], g.scale);  // off the band: exp(−inf) = 0
-          }
-        }
-        Values::storePlan(tid, sh.values, reg.acc);
-        Values::waitLoads();
-      });
-      block.sync();
-      block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
-      block.sync();
-    }
-    block.forEach([&](int tid) {
-      storeValueOutput<Values>(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
-                               [](int) { return 1.f; });
-    });
+    const long long W = p.W;
+    applyPlanTiles<Tile, Values>(block, sh, regs, p.tile, p.v, p.dv, p.dvPad, p.out, b, row0, bi.y * DVC,
+                                 tiles.first, tiles.last, [W](long long i, long long j) { return inBand(i, j, W); });
   }
 };
 
@@ -276,7 +183,7 @@ struct BandScoresKernel {
       }
     });
     block.sync();
-    const BandTiles tiles = bandKeyTiles(row0, BM, BN, p.W, p.nk);
+    const IndexRange tiles = bandKeyTiles(row0, BM, BN, p.W, p.nk);
     typename Block::template Local<Regs> regs(block);
     for (long long kt = tiles.first; kt < tiles.last; ++kt) {
       const long long col0 = kt * BN;

@@ -7,35 +7,27 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/band_kernels.h"
 #include "cuda/banded_cuda.h"
-#include "cuda/convert_kernels.h"
 #include "cuda/cuda_error.h"
 #include "cuda/launch_config.h"
+#include "cuda/run_transfers.h"
 
 namespace tl::cuda {
 
 // Padded sizes of a banded run (pure).
-struct BandLayout {
-  int batch = 0, nq = 0, nk = 0, d = 0, dv = 0;
-  long long ldQ = 0, ldK = 0, dPad = 0, dvPad = 0, W = 0;
+struct BandLayout : OperandLayout {
+  long long W = 0;  // the band half-width
   int steps = 0;   // single normalisations: 2·(base + tail)
   int passes = 0;  // half-steps run: steps, plus one for the last plan's errors
 };
 
 inline BandLayout bandLayout(const AttentionProblem& p, long long W, int steps, bool errors) {
   BandLayout L;
-  L.batch = p.batch;
-  L.nq = p.nq;
-  L.nk = p.nk;
-  L.d = p.d;
-  L.dv = p.v ? p.dv : 0;
-  L.ldQ = roundUp(p.nq, kTokenPad);
-  L.ldK = roundUp(p.nk, kTokenPad);
-  L.dPad = roundUp(p.d, kHeadDimPad);
-  L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
+  static_cast<OperandLayout&>(L) = operandLayout(p);
   L.W = W;
   L.steps = steps;
   L.passes = steps + (errors ? 1 : 0);
@@ -47,10 +39,7 @@ inline MemoryEstimate bandMemory(const BandLayout& L, const AttentionProblem& p,
                                  bool band) {
   const double b = L.batch, f = sizeof(float);
   MemoryEstimate e;
-  e.items.push_back({"q and k", b * L.dPad * double(L.ldQ + L.ldK) * f});
-  e.items.push_back({"input staging", double(elementSize(p.type)) *
-                                          std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b});
-  if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
+  addOperandMemory(e, L, p);
   const double states = 2.0 * (std::max(L.ldQ, L.ldK) + L.ldK);  // half-steps' and the final column pass's
   e.items.push_back({"potentials and LSE states", b * (double(L.ldQ + L.ldK) + states) * f + 3.0 * (L.nq + L.nk) * f});
   if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});
@@ -81,15 +70,10 @@ class BandRun {
     const double free = dev_.freeBytes();
     const std::string path = band ? "banded band of scores" : "banded fused output path";
     if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(path, need, L_.batch, L_.nq, L_.nk, free));
-    nonFinite_ = dev_.template alloc<int>(1, "a status flag");
-    const int zero = 0;
-    dev_.upload(nonFinite_, &zero, 1);
-    qT_ = convertTransposed(p_.q, L_.nq, L_.ldQ, "q");
-    kT_ = convertTransposed(p_.k, L_.nk, L_.ldK, "k");
-    if (L_.dv && L_.steps) v_ = convertRows(p_.v);
-    int found = 0;
-    dev_.download(&found, nonFinite_, 1);
-    if (found) throwNonFinite(p_, "banded");
+    DeviceOperands<Dev> operands = uploadOperands(dev_, p_, L_, L_.dv && L_.steps, false, "banded");
+    qT_ = std::move(operands.qT);
+    kT_ = std::move(operands.kT);
+    v_ = std::move(operands.v);
   }
 
   // The band of scores (after upload(true)).
@@ -105,10 +89,10 @@ class BandRun {
   // The loop's buffers (after upload(false)); `baseSteps` of the budget are centred.
   void prepare(int baseSteps) {
     baseSteps_ = baseSteps;
-    logMu_ = uploadVector(p_.logMu, "marginals");
-    logNu_ = uploadVector(p_.logNu, "marginals");
-    targetMu_ = uploadVector(targets(p_.logMu), "marginal targets");
-    targetNu_ = uploadVector(targets(p_.logNu), "marginal targets");
+    logMu_ = uploadVector(dev_, p_.logMu, "marginals");
+    logNu_ = uploadVector(dev_, p_.logNu, "marginals");
+    targetMu_ = uploadVector(dev_, marginalTargets(p_.logMu, p_.scale), "marginal targets");
+    targetNu_ = uploadVector(dev_, marginalTargets(p_.logNu, p_.scale), "marginal targets");
     ut_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ), "potentials");
     vt_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK), "potentials");
     // Both sides' half-steps write their states here; the final column pass keeps its own.
@@ -126,8 +110,8 @@ class BandRun {
   // Device work only (repeatable: every call starts from scratch): base and tail, the output, and one more
   // band pass each way for the final plan's sums (rows into states_, columns into colStates_).
   void solve() {
-    initPotential(logMu_, L_.nq, L_.ldQ, ut_);
-    initPotential(logNu_, L_.nk, L_.ldK, vt_);
+    initPotential(dev_, L_.batch, logMu_, L_.nq, L_.ldQ, ut_);
+    initPotential(dev_, L_.batch, logNu_, L_.nk, L_.ldK, vt_);
     for (int t = 1; t <= L_.passes; ++t) {
       halfStep(t);
       // Full step t/2 of the stopped base ends centred (core/ops/sinkhorn/sinkhorn_loop.h centredFullSteps).
@@ -249,23 +233,12 @@ class BandRun {
                              : r.vHistory.data() + (b * L_.steps + t - 1) * L_.nk);
           const float g = float(eps_) * gaugeAfter(b, t - 1);
           for (int i = 0; i < n; ++i) own[i] = rows ? own[i] + g : own[i] - g;
-          // The other side did not move: its raw value repeats (row 0 of v: the start, 0 or −inf).
-          if (rows) {
-            float* v = r.vHistory.data() + (b * L_.steps + t - 1) * L_.nk;
-            for (int j = 0; j < L_.nk; ++j)
-              v[j] = t == 1 ? (isNegInf(p_.logNu[size_t(j)]) ? negInf() : 0.f) : v[j - L_.nk];
-          } else {
-            float* u = r.uHistory.data() + (b * L_.steps + t - 1) * L_.nq;
-            for (int i = 0; i < L_.nq; ++i) u[i] = u[i - L_.nq];
-          }
         }
+      // The other side did not move: its raw value repeats (row 0 of v: the start, 0 or −inf).
+      fillUnchangedHistoryRows(r, L_.batch, L_.steps, L_.nq, L_.nk,
+                               [&](long long, int j) { return isNegInf(p_.logNu[size_t(j)]) ? negInf() : 0.f; });
     }
-    if (errors_.size()) {
-      const std::vector<double> e = download(errors_);
-      r.errorHistory.resize(e.size() / 4);
-      for (size_t s = 0; s < r.errorHistory.size(); ++s)
-        r.errorHistory[s] = StepErrors{e[4 * s], e[4 * s + 1], e[4 * s + 2], e[4 * s + 3]};
-    }
+    if (errors_.size()) r.errorHistory = stepErrors(download(errors_));
   }
 
   template <class Gauge>
@@ -278,45 +251,6 @@ class BandRun {
       for (long long i = 0; i < n; ++i)
         out[size_t(b * n + i)] = eps * (padded[size_t(b * ld + i)] + sign * gaugeAfter(b, L_.steps));
     return out;
-  }
-
-  std::vector<float> targets(const std::vector<float>& logMarginal) const {
-    std::vector<float> t(logMarginal.size());
-    for (size_t i = 0; i < t.size(); ++i) t[i] = marginalTarget(logMarginal[i], p_.scale);
-    return t;
-  }
-
-  Buffer<float> uploadVector(const std::vector<float>& host, const char* what) {
-    Buffer<float> buf = dev_.template alloc<float>(host.size(), what);
-    dev_.upload(buf, host.data(), host.size());
-    return buf;
-  }
-
-  Buffer<float> convertTransposed(const void* src, int n, long long ld, const char* name) {
-    const size_t bytes = size_t(L_.batch) * n * L_.d * elementSize(p_.type);
-    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
-    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
-    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.dPad * ld), name);
-    ConvertTransposeKernel::Params a{raw.data(), p_.type, n, L_.d, int(L_.dPad), ld, out.data(), nonFinite_.data(),
-                                     false};
-    dev_.template launch<ConvertTransposeKernel>("ConvertTransposeKernel", ConvertTransposeKernel::grid(a, L_.batch), a);
-    return out;
-  }
-
-  Buffer<float> convertRows(const void* src) {
-    const size_t bytes = size_t(L_.batch) * L_.nk * L_.dv * elementSize(p_.type);
-    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
-    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
-    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * L_.dvPad), "v");
-    ConvertRowsKernel::Params a{raw.data(), p_.type, L_.nk, L_.dv, L_.ldK, L_.dvPad, out.data(), nonFinite_.data(),
-                                false};
-    dev_.template launch<ConvertRowsKernel>("ConvertRowsKernel", ConvertRowsKernel::grid(a, L_.batch), a);
-    return out;
-  }
-
-  void initPotential(const Buffer<float>& logMarginal, int n, long long ld, Buffer<float>& potential) {
-    InitPotentialKernel::Params a{logMarginal.data(), n, ld, potential.data()};
-    dev_.template launch<InitPotentialKernel>("InitPotentialKernel", InitPotentialKernel::grid(a, L_.batch), a);
   }
 
   template <class T>
@@ -332,7 +266,6 @@ class BandRun {
   double eps_;
   BandLayout L_;
   float scoreScale_;
-  Buffer<int> nonFinite_;
   int baseSteps_ = 0;
   Buffer<float> qT_, kT_, v_, logMu_, logNu_, targetMu_, targetNu_, ut_, vt_, states_, colStates_, shifts_, output_;
   Buffer<float> uHistory_, vHistory_;

@@ -29,6 +29,79 @@ constexpr int kHeadDimPad = 16;
 constexpr int kValueDimPad = 64;
 
 // ---------------------------------------------------------------------------------------------------------
+// The two phases of a row-LSE kernel, shared by LsePartialKernelT and band_kernels.h BandLseKernel (which
+// differ only in the key tiles they visit and in which entries are on the support), and their state: the
+// block's shared memory and each thread's registers (`regs[tid]`: the score tile `acc` and the per-row online
+// LSE states `lse`).
+template <class Tile>
+struct RowLseState {
+  union Shared {
+    typename Tile::Operands operands;
+    float reduce[Tile::BM][Tile::kThreadsX][2];  // per-thread (m, s) of every row, merged at the end
+  };
+  struct Regs {
+    float acc[Tile::TM][Tile::TN];
+    OnlineLse lse[Tile::TM];
+  };
+};
+
+// Streams the key tiles [firstTile, lastTile) of the rows [row0, row0 + BM) into the per-row states, entries
+// x_ij = X_ij + shift_j where onSupport(i, j), −inf elsewhere.
+template <class Tile, class Block, class RegsArray, class OnSupport>
+TL_HOST_DEVICE void streamRowLse(Block& block, typename Tile::Operands& operands, RegsArray& regs, const float* aT,
+                                 long long ldA, const float* bT, long long ldB, const float* shift, int dPad,
+                                 float scoreScale, long long row0, long long firstTile, long long lastTile,
+                                 OnSupport&& onSupport) {
+  for (long long kt = firstTile; kt < lastTile; ++kt) {
+    const long long col0 = kt * Tile::BN;
+    Tile::product(block, operands, dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                  [&](int tid, int k0, typename Tile::Stage& st) {
+                    Tile::loadAligned(tid, st, aT, ldA, row0, bT, ldB, col0, k0);
+                  });
+    // Registers and global memory only: the next tile's loads may overwrite the operands meanwhile.
+    block.forEach([&](int tid) {
+      auto& reg = regs[tid];
+      float colShift[Tile::TN];
+      TL_UNROLL
+      for (int c = 0; c < Tile::TN; c += 4) load4(shift + col0 + Tile::col(tid, c), &colShift[c]);
+      TL_UNROLL
+      for (int r = 0; r < Tile::TM; ++r) {
+        const long long i = row0 + Tile::row(tid, r);
+        float x[Tile::TN];
+        TL_UNROLL
+        for (int c = 0; c < Tile::TN; ++c)
+          x[c] = onSupport(i, col0 + Tile::col(tid, c)) ? mulRn(reg.acc[r][c], scoreScale) + colShift[c] : negInf();
+        reg.lse[r].addTile(x);
+      }
+    });
+  }
+}
+
+// Merges the kThreadsX partial states of every row in a fixed order (deterministic) and writes row row0 + t's
+// (m, s) to rowStates[2t], [2t + 1]. `reduce` overlays the operands; the sync after the last accumulate phase
+// already ordered those reads, the first one here keeps the layout safe whatever the loop before becomes.
+template <class Tile, class Block, class RegsArray>
+TL_HOST_DEVICE void mergeRowLse(Block& block, float (&reduce)[Tile::BM][Tile::kThreadsX][2], RegsArray& regs,
+                                float* rowStates) {
+  block.sync();
+  block.forEach([&](int tid) {
+    TL_UNROLL
+    for (int r = 0; r < Tile::TM; ++r) {
+      reduce[Tile::row(tid, r)][Tile::tx(tid)][0] = regs[tid].lse[r].m;
+      reduce[Tile::row(tid, r)][Tile::tx(tid)][1] = regs[tid].lse[r].s;
+    }
+  });
+  block.sync();
+  block.forEach([&](int tid) {
+    if (tid >= Tile::BM) return;
+    OnlineLse total;
+    for (int t = 0; t < Tile::kThreadsX; ++t) total.merge(OnlineLse{reduce[tid][t][0], reduce[tid][t][1]});
+    rowStates[tid * 2] = total.m;
+    rowStates[tid * 2 + 1] = total.s;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
 template <class Tile_>
 struct LsePartialKernelT {
   using Tile = Tile_;
@@ -45,14 +118,8 @@ struct LsePartialKernelT {
     float scoreScale;    // 1/(√d·eps)
     int keyTiles, splits;
   };
-  union Shared {
-    typename Tile::Operands operands;
-    float reduce[BM][Tile::kThreadsX][2];  // per-thread (m, s) of every row, merged at the end
-  };
-  struct Regs {
-    float acc[TM][TN];
-    OnlineLse lse[TM];
-  };
+  using Shared = typename RowLseState<Tile>::Shared;
+  using Regs = typename RowLseState<Tile>::Regs;
   // x: row tiles, y: key splits, z: batch.
   static Grid grid(const Params& p, long long rows) { return {ceilDiv(rows, BM), p.splits, p.batch}; }
 
@@ -64,49 +131,9 @@ struct LsePartialKernelT {
     const float* shift = p.shift + b * p.ldB;
     const IndexRange tiles = splitRange(p.keyTiles, p.splits, bi.y);
     typename Block::template Local<Regs> regs(block);
-
-    for (long long kt = tiles.first; kt < tiles.last; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, p.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, aT, p.ldA, row0, bT, p.ldB, col0, k0);
-                    });
-      // Registers and global memory only: the next tile's loads may overwrite the operands meanwhile.
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        float colShift[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(shift + col0 + Tile::col(tid, c), &colShift[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          float x[TN];
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c) x[c] = mulRn(reg.acc[r][c], p.scoreScale) + colShift[c];
-          reg.lse[r].addTile(x);
-        }
-      });
-    }
-
-    // Merge the kThreadsX partial states of every row in a fixed order (deterministic). `reduce` overlays
-    // the operands; the sync after the last accumulate phase already ordered those reads, this one keeps
-    // the layout safe whatever the loop above becomes.
-    block.sync();
-    block.forEach([&](int tid) {
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) {
-        sh.reduce[Tile::row(tid, r)][Tile::tx(tid)][0] = regs[tid].lse[r].m;
-        sh.reduce[Tile::row(tid, r)][Tile::tx(tid)][1] = regs[tid].lse[r].s;
-      }
-    });
-    block.sync();
-    block.forEach([&](int tid) {
-      if (tid >= BM) return;
-      OnlineLse total;
-      for (int t = 0; t < Tile::kThreadsX; ++t) total.merge(OnlineLse{sh.reduce[tid][t][0], sh.reduce[tid][t][1]});
-      float* out = p.states + (((long long)bi.y * p.batch + b) * p.ldA + row0 + tid) * 2;
-      out[0] = total.m;
-      out[1] = total.s;
-    });
+    streamRowLse<Tile>(block, sh.operands, regs, aT, p.ldA, bT, p.ldB, shift, p.dPad, p.scoreScale, row0, tiles.first,
+                       tiles.last, [](long long, long long) { return true; });  // masked keys: −inf shifts
+    mergeRowLse<Tile>(block, sh.reduce, regs, p.states + (((long long)bi.y * p.batch + b) * p.ldA + row0) * 2);
   }
 };
 using LsePartialKernel = LsePartialKernelT<ScoreTile<128, 128, 8, 8, kHeadDimPad>>;
@@ -282,6 +309,70 @@ TL_HOST_DEVICE void storeValueOutput(int tid, const float (&o)[Values::TM][Value
 using Fp32Tile64 = ScoreTile<64, 64, 4, 4, kHeadDimPad>;
 using Tf32Tile64 = Tf32ScoreTile<64, 64, 2, 4, kHeadDimPad>;
 
+// The body of an A·V kernel, shared by ApplyKernelT and band_kernels.h BandApplyKernel (which differ only in
+// the key tiles they visit and in which entries are on the support): O = A·V for the rows [row0, row0 + BM)
+// and the output columns [c0, c0 + kValueDimPad) of head b, streaming the key tiles [firstTile, lastTile),
+// with A_ij = 0 where !onSupport(i, j). Its state (ApplyTileState): the block's `operands` and P·V tiles
+// `values`, never live together (the product ends at a barrier after its last reads, and the next product
+// starts after the barrier that ends the P·V phase), and each thread's `acc` (scores, then plan entries), `o`
+// and `ut`.
+template <class Tile, class Values>
+struct ApplyTileState {
+  union Shared {
+    typename Tile::Operands operands;
+    typename Values::Smem values;
+  };
+  struct Regs {
+    float acc[Tile::TM][Tile::TN];  // scores, then plan entries
+    float o[Tile::TM][Values::TV];
+    float ut[Tile::TM];
+  };
+};
+
+template <class Tile, class Values, class Block, class SharedT, class RegsArray, class OnSupport>
+TL_HOST_DEVICE void applyPlanTiles(Block& block, SharedT& sh, RegsArray& regs, const PlanTileParams& g,
+                                   const float* values, int dv, int dvPad, float* out, long long b, long long row0,
+                                   int c0, long long firstTile, long long lastTile, OnSupport&& onSupport) {
+  const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
+  const float* v = values + b * g.ldK * dvPad;
+  block.forEach([&](int tid) {
+    Values::zero(regs[tid].o);
+    TL_UNROLL
+    for (int r = 0; r < Tile::TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
+  });
+  for (long long kt = firstTile; kt < lastTile; ++kt) {
+    const long long col0 = kt * Tile::BN;
+    Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
+                  [&](int tid, int k0, typename Tile::Stage& st) {
+                    Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
+                  });
+    block.forEach([&](int tid) {
+      auto& reg = regs[tid];
+      Values::loadValues(tid, sh.values, v, col0, dvPad, c0);  // in flight while the entries are computed
+      float colPotential[Tile::TN];
+      TL_UNROLL
+      for (int c = 0; c < Tile::TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
+      TL_UNROLL
+      for (int r = 0; r < Tile::TM; ++r) {
+        const long long i = row0 + Tile::row(tid, r);
+        TL_UNROLL
+        for (int c = 0; c < Tile::TN; ++c) {
+          const float x = onSupport(i, col0 + Tile::col(tid, c)) ? mulRn(reg.acc[r][c], g.scoreScale) : negInf();
+          reg.acc[r][c] = planEntry(x, reg.ut[r], colPotential[c], g.scale);  // off the support: exp(−inf) = 0
+        }
+      }
+      Values::storePlan(tid, sh.values, reg.acc);
+      Values::waitLoads();
+    });
+    block.sync();
+    block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
+    block.sync();
+  }
+  block.forEach([&](int tid) {
+    storeValueOutput<Values>(tid, regs[tid].o, out + b * g.nq * dv, row0, c0, g.nq, dv, [](int) { return 1.f; });
+  });
+}
+
 template <class Tile_, class Values_>
 struct ApplyKernelT {
   using Tile = Tile_;
@@ -295,63 +386,17 @@ struct ApplyKernelT {
     int dv, dvPad;
     float* out;  // [batch][nq][dv]
   };
-  // The operands and the P·V tiles are never live together: the product ends at a barrier after its last
-  // reads, and the next product starts after the barrier that ends the P·V phase.
-  union Shared {
-    typename Tile::Operands operands;
-    typename Values::Smem values;
-  };
-  struct Regs {
-    float acc[TM][TN];  // scores, then plan entries
-    float o[TM][Values::TV];
-    float ut[TM];
-  };
+  using Shared = typename ApplyTileState<Tile, Values>::Shared;
+  using Regs = typename ApplyTileState<Tile, Values>::Regs;
   // x: row tiles, y: output column chunks, z: batch.
   static Grid grid(const Params& p) { return {ceilDiv(p.tile.nq, BM), p.dvPad / DVC, p.tile.batch}; }
 
   template <class Block>
   TL_HOST_DEVICE static void run(Block& block, const Params& p, BlockIndex bi, Shared& sh) {
-    const PlanTileParams& g = p.tile;
     const long long row0 = (long long)bi.x * BM, b = bi.z;
-    const int c0 = bi.y * DVC;
-    const float *qT = g.headQ(b), *kT = g.headK(b), *vt = g.headColPotential(b);
-    const float* v = p.v + b * g.ldK * p.dvPad;
     typename Block::template Local<Regs> regs(block);
-    block.forEach([&](int tid) {
-      Values::zero(regs[tid].o);
-      TL_UNROLL
-      for (int r = 0; r < TM; ++r) regs[tid].ut[r] = g.ut[b * g.ldQ + row0 + Tile::row(tid, r)];
-    });
-    const long long keyTiles = ceilDiv(g.nk, BN);
-    for (long long kt = 0; kt < keyTiles; ++kt) {
-      const long long col0 = kt * BN;
-      Tile::product(block, sh.operands, g.dPad, [&](int tid) -> auto& { return regs[tid].acc; },
-                    [&](int tid, int k0, typename Tile::Stage& st) {
-                      Tile::loadAligned(tid, st, qT, g.ldQ, row0, kT, g.ldK, col0, k0);
-                    });
-      block.forEach([&](int tid) {
-        Regs& reg = regs[tid];
-        Values::loadValues(tid, sh.values, v, col0, p.dvPad, c0);  // in flight while the entries are computed
-        float colPotential[TN];
-        TL_UNROLL
-        for (int c = 0; c < TN; c += 4) load4(vt + col0 + Tile::col(tid, c), &colPotential[c]);
-        TL_UNROLL
-        for (int r = 0; r < TM; ++r) {
-          TL_UNROLL
-          for (int c = 0; c < TN; ++c)
-            reg.acc[r][c] = planEntry(mulRn(reg.acc[r][c], g.scoreScale), reg.ut[r], colPotential[c], g.scale);
-        }
-        Values::storePlan(tid, sh.values, reg.acc);
-        Values::waitLoads();
-      });
-      block.sync();
-      block.forEach([&](int tid) { Values::accumulate(tid, sh.values, regs[tid].o); });
-      block.sync();
-    }
-    block.forEach([&](int tid) {
-      storeValueOutput<Values>(tid, regs[tid].o, p.out + b * g.nq * p.dv, row0, c0, g.nq, p.dv,
-                               [](int) { return 1.f; });
-    });
+    applyPlanTiles<Tile, Values>(block, sh, regs, p.tile, p.v, p.dv, p.dvPad, p.out, b, row0, bi.y * DVC, 0,
+                                 ceilDiv(p.tile.nk, BN), [](long long, long long) { return true; });
   }
 };
 using ApplyKernel = ApplyKernelT<Fp32Tile64, ValueProduct<Fp32Tile64, kValueDimPad>>;

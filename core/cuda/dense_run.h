@@ -14,14 +14,15 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
 #include "cuda/attention_problem.h"
-#include "cuda/convert_kernels.h"
 #include "cuda/cuda_error.h"
 #include "cuda/kernel_sets.h"
 #include "cuda/launch_config.h"
+#include "cuda/run_transfers.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl::cuda {
@@ -41,9 +42,7 @@ struct DenseRunSpec {
 };
 
 // Padded sizes and launch choices of a run, from the problem, the request and the device (pure).
-struct DenseLayout {
-  int batch = 0, nq = 0, nk = 0, d = 0, dv = 0;
-  long long ldQ = 0, ldK = 0, dPad = 0, dvPad = 0;  // padded token axes, head and value dimensions
+struct DenseLayout : OperandLayout {
   int rowSplits = 1, colSplits = 1;                 // key splits of row and column half-steps
   bool loop = true;                                 // run the duals loop (false: given duals)
   int steps = 0;                                    // T (0 with given duals)
@@ -54,15 +53,7 @@ struct DenseLayout {
 inline DenseLayout denseLayout(const AttentionProblem& p, const DenseRunSpec& spec, const CudaOptions& options,
                                const DeviceLimits& limits) {
   DenseLayout L;
-  L.batch = p.batch;
-  L.nq = p.nq;
-  L.nk = p.nk;
-  L.d = p.d;
-  L.dv = p.v ? p.dv : 0;
-  L.ldQ = roundUp(p.nq, kTokenPad);
-  L.ldK = roundUp(p.nk, kTokenPad);
-  L.dPad = roundUp(p.d, kHeadDimPad);
-  L.dvPad = L.dv ? roundUp(L.dv, kValueDimPad) : 0;
+  static_cast<OperandLayout&>(L) = operandLayout(p);
   using Lse = LsePartialKernel;  // both kernel sets use 128 × 128 LSE tiles (LsePartialKernelT asserts it)
   L.rowSplits = chooseKeySplits(p.batch * ceilDiv(p.nq, Lse::BM), L.ldK / Lse::BN, limits);
   L.colSplits = chooseKeySplits(p.batch * ceilDiv(p.nk, Lse::BM), L.ldQ / Lse::BN, limits);
@@ -81,12 +72,8 @@ inline DenseLayout denseLayout(const AttentionProblem& p, const DenseRunSpec& sp
 // Everything a run allocates on the device (checked against the free memory before the first allocation).
 inline MemoryEstimate denseMemory(const DenseLayout& L, const AttentionProblem& p, const CudaOptions& options) {
   const double b = L.batch, f = sizeof(float);
-  const double staging = double(elementSize(p.type)) *
-                         std::max({double(L.nq) * L.d, double(L.nk) * L.d, double(L.nk) * L.dv}) * b;
   MemoryEstimate e;
-  e.items.push_back({"q and k", b * L.dPad * double(L.ldQ + L.ldK) * f});
-  e.items.push_back({"input staging", staging});
-  if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
+  addOperandMemory(e, L, p);
   const double states = std::max(double(L.rowSplits) * L.ldQ, double(L.colSplits) * L.ldK) * b * 2 * f;
   e.items.push_back({"potentials and LSE states", b * double(L.ldQ + L.ldK) * f + states + 3.0 * (L.nq + L.nk) * f});
   if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});
@@ -119,20 +106,15 @@ class DenseRun {
     const double free = dev_.freeBytes();
     if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(pathName(), need, L_.batch, L_.nq, L_.nk, free));
 
-    nonFinite_ = dev_.template alloc<int>(1, "a status flag");
-    const int zero = 0;
-    dev_.upload(nonFinite_, &zero, 1);
-    qT_ = convertTransposed(p_.q, L_.nq, L_.ldQ, "q");
-    kT_ = convertTransposed(p_.k, L_.nk, L_.ldK, "k");
-    if (L_.dv) v_ = convertRows(p_.v);
-    int found = 0;
-    dev_.download(&found, nonFinite_, 1);
-    if (found) throwNonFinite(p_, spec_.family);
+    DeviceOperands<Dev> operands = uploadOperands(dev_, p_, L_, L_.dv > 0, options_.tf32, spec_.family);
+    qT_ = std::move(operands.qT);
+    kT_ = std::move(operands.kT);
+    v_ = std::move(operands.v);
 
-    logMu_ = uploadVector(p_.logMu, "marginals");
-    logNu_ = uploadVector(p_.logNu, "marginals");
-    targetMu_ = uploadVector(targets(p_.logMu), "marginal targets");
-    targetNu_ = uploadVector(targets(p_.logNu), "marginal targets");
+    logMu_ = uploadVector(dev_, p_.logMu, "marginals");
+    logNu_ = uploadVector(dev_, p_.logNu, "marginals");
+    targetMu_ = uploadVector(dev_, marginalTargets(p_.logMu, p_.scale), "marginal targets");
+    targetNu_ = uploadVector(dev_, marginalTargets(p_.logNu, p_.scale), "marginal targets");
     ut_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldQ), "potentials");
     vt_ = dev_.template alloc<float>(size_t(L_.batch * L_.ldK), "potentials");
     const long long stateRows = std::max(L_.rowSplits * L_.ldQ, L_.colSplits * L_.ldK);
@@ -169,14 +151,15 @@ class DenseRun {
     if (uHistory_.size()) {
       r.uHistory = download(uHistory_);
       r.vHistory = download(vHistory_);
-      fillUnchangedHistoryRows(r);
+      // The device writes a side's history row only at its own half-steps; the other rows repeat the previous
+      // value (row 0 of v: the initial potential), as the CPU loop records both sides after every step.
+      const float eps = float(spec_.eps);
+      fillUnchangedHistoryRows(r, L_.batch, L_.steps, L_.nq, L_.nk, [&](long long b, int j) {
+        if (spec_.initialV) return (*spec_.initialV)[size_t(b * L_.nk + j)];
+        return isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f;
+      });
     }
-    if (errors_.size()) {
-      const std::vector<double> e = download(errors_);
-      r.errorHistory.resize(e.size() / 4);
-      for (size_t s = 0; s < r.errorHistory.size(); ++s)
-        r.errorHistory[s] = StepErrors{e[4 * s], e[4 * s + 1], e[4 * s + 2], e[4 * s + 3]};
-    }
+    if (errors_.size()) r.errorHistory = stepErrors(download(errors_));
     if (output_.size()) r.output = download(output_);
     if (plan_.size()) r.plan = download(plan_);
     if (tileMean_.size()) {
@@ -199,11 +182,11 @@ class DenseRun {
       ut_ = uploadPotential(*spec_.givenU, L_.nq, L_.ldQ);
       vt_ = uploadPotential(*spec_.givenV, L_.nk, L_.ldK);
     } else {
-      initPotential(logMu_, L_.nq, L_.ldQ, ut_);
+      initPotential(dev_, L_.batch, logMu_, L_.nq, L_.ldQ, ut_);
       if (spec_.initialV)
         vt_ = uploadPotential(*spec_.initialV, L_.nk, L_.ldK);
       else
-        initPotential(logNu_, L_.nk, L_.ldK, vt_);
+        initPotential(dev_, L_.batch, logNu_, L_.nk, L_.ldK, vt_);
       for (int t = 1; t <= L_.passes; ++t) {
         halfStep<K>(t);
         dev_.afterHalfStep(options_.canceled);
@@ -230,52 +213,13 @@ class DenseRun {
     return spec_.family + " duals path";
   }
 
-  std::vector<float> targets(const std::vector<float>& logMarginal) const {
-    std::vector<float> t(logMarginal.size());
-    for (size_t i = 0; i < t.size(); ++i) t[i] = marginalTarget(logMarginal[i], p_.scale);
-    return t;
-  }
-
-  Buffer<float> uploadVector(const std::vector<float>& host, const char* what) {
-    Buffer<float> buf = dev_.template alloc<float>(host.size(), what);
-    dev_.upload(buf, host.data(), host.size());
-    return buf;
-  }
-
-  Buffer<float> convertTransposed(const void* src, int n, long long ld, const char* name) {
-    const size_t bytes = size_t(L_.batch) * n * L_.d * elementSize(p_.type);
-    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
-    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
-    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.dPad * ld), name);
-    ConvertTransposeKernel::Params a{raw.data(), p_.type, n, L_.d, int(L_.dPad), ld, out.data(), nonFinite_.data(),
-                                     options_.tf32};
-    dev_.template launch<ConvertTransposeKernel>("ConvertTransposeKernel", ConvertTransposeKernel::grid(a, L_.batch), a);
-    return out;  // `raw` is released after the kernel (stream-ordered on the device)
-  }
-
-  Buffer<float> convertRows(const void* src) {
-    const size_t bytes = size_t(L_.batch) * L_.nk * L_.dv * elementSize(p_.type);
-    Buffer<unsigned char> raw = dev_.template alloc<unsigned char>(bytes, "input staging");
-    dev_.upload(raw, static_cast<const unsigned char*>(src), bytes);
-    Buffer<float> out = dev_.template alloc<float>(size_t(L_.batch * L_.ldK * L_.dvPad), "v");
-    ConvertRowsKernel::Params a{raw.data(), p_.type, L_.nk, L_.dv, L_.ldK, L_.dvPad, out.data(),
-                                nonFinite_.data(), options_.tf32};
-    dev_.template launch<ConvertRowsKernel>("ConvertRowsKernel", ConvertRowsKernel::grid(a, L_.batch), a);
-    return out;
-  }
-
-  void initPotential(const Buffer<float>& logMarginal, int n, long long ld, Buffer<float>& potential) {
-    InitPotentialKernel::Params a{logMarginal.data(), n, ld, potential.data()};
-    dev_.template launch<InitPotentialKernel>("InitPotentialKernel", InitPotentialKernel::grid(a, L_.batch), a);
-  }
-
   // Given duals in score coordinates → padded potentials in eps units (−inf stays −inf).
   Buffer<float> uploadPotential(const std::vector<float>& duals, int n, long long ld) {
     std::vector<float> padded(size_t(L_.batch * ld), negInf());
     const float eps = float(spec_.eps);
     for (long long b = 0; b < L_.batch; ++b)
       for (long long i = 0; i < n; ++i) padded[size_t(b * ld + i)] = duals[size_t(b * n + i)] / eps;
-    return uploadVector(padded, "potentials");
+    return uploadVector(dev_, padded, "potentials");
   }
 
   std::vector<float> downloadPotential(const Buffer<float>& potential, int n, long long ld) {
@@ -354,28 +298,6 @@ class DenseRun {
     dev_.template launch<CloseHalfStepKernel>("CloseHalfStepKernel", CloseHalfStepKernel::grid(c), c);
   }
 
-  // The device writes a side's history row only at its own half-steps; the other rows repeat the previous
-  // value (row 0 of v: the initial potential), as the CPU loop records both sides after every step.
-  void fillUnchangedHistoryRows(CudaAttentionResult& r) const {
-    const float eps = float(spec_.eps);
-    const auto initialV = [&](long long b, int j) {
-      if (spec_.initialV) return (*spec_.initialV)[size_t(b * L_.nk + j)];
-      return isNegInf(p_.logNu[size_t(j)]) ? negInf() : eps * 0.f;
-    };
-    for (long long b = 0; b < L_.batch; ++b) {
-      float* u = r.uHistory.data() + b * L_.steps * L_.nq;
-      float* v = r.vHistory.data() + b * L_.steps * L_.nk;
-      for (int t = 1; t <= L_.steps; ++t) {
-        if (t % 2 == 1) {
-          for (int j = 0; j < L_.nk; ++j)
-            v[(t - 1) * L_.nk + j] = t == 1 ? initialV(b, j) : v[(t - 2) * L_.nk + j];
-        } else {
-          for (int i = 0; i < L_.nq; ++i) u[(t - 1) * L_.nq + i] = u[(t - 2) * L_.nq + i];
-        }
-      }
-    }
-  }
-
   Dev& dev_;
   const AttentionProblem& p_;
   DenseRunSpec spec_;
@@ -383,7 +305,6 @@ class DenseRun {
   DenseLayout L_;
   float scoreScale_;
   bool flashOutputDone_ = false;
-  Buffer<int> nonFinite_;
   Buffer<float> qT_, kT_, v_, logMu_, logNu_, targetMu_, targetNu_, ut_, vt_, states_;
   Buffer<float> uHistory_, vHistory_, output_, plan_, tileMean_, tileMax_;
   Buffer<double> errors_;

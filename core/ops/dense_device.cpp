@@ -45,15 +45,7 @@ std::vector<PlanResult<float>> runBatch(const AttentionBatch<float>& heads, cons
     PlanResult<float>& r = results[size_t(h)];
     const size_t item = size_t(h);
     setMarginalTargets<float>(logMu, logNu, float(nq), r);
-    r.u = batchVector(g.u, item, nq);
-    r.v = batchVector(g.v, item, nk);
-    r.uHistory = batchItem(g.uHistory, item, g.steps, nq);
-    r.vHistory = batchItem(g.vHistory, item, g.steps, nk);
-    for (int t = 0; t < g.steps && !g.errorHistory.empty(); ++t) {
-      const cuda::StepErrors& e = g.errorHistory[size_t(h * g.steps + t)];
-      r.errorHistory.push_back({e.rowMax, e.rowMean, e.colMax, e.colMean});
-    }
-    if (!r.errorHistory.empty()) r.errors = r.errorHistory.back();
+    setHeadDuals(g, item, nq, nk, r);
     if (dv) r.output = batchItem(g.output, item, nq, dv);
     if (request.densePlan) {
       r.plan = batchItem(g.plan, item, nq, nk);

@@ -61,4 +61,17 @@ std::vector<float> batchSlice(const std::vector<float>& all, size_t index, size_
   return {all.begin() + long(index * n), all.begin() + long((index + 1) * n)};
 }
 
+void setHeadDuals(const cuda::CudaAttentionResult& all, size_t index, Eigen::Index nq, Eigen::Index nk,
+                  PlanResult<float>& r) {
+  r.u = batchVector(all.u, index, nq);
+  r.v = batchVector(all.v, index, nk);
+  r.uHistory = batchItem(all.uHistory, index, all.steps, nq);
+  r.vHistory = batchItem(all.vHistory, index, all.steps, nk);
+  for (int t = 0; t < all.steps && !all.errorHistory.empty(); ++t) {
+    const cuda::StepErrors& e = all.errorHistory[index * size_t(all.steps) + size_t(t)];
+    r.errorHistory.push_back({e.rowMax, e.rowMean, e.colMax, e.colMean});
+  }
+  if (!r.errorHistory.empty()) r.errors = r.errorHistory.back();
+}
+
 }  // namespace tl

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/attention_input.h"
+#include "cuda/attention_problem.h"
 #include "ops/mask_mode.h"
 #include "ops/plan_result.h"
 
@@ -43,5 +44,10 @@ Vec<float> batchVector(const std::vector<float>& all, size_t index, Eigen::Index
 std::vector<float> batchSlice(const std::vector<float>& all, size_t index, size_t n);
 // A vector as the kernels take it.
 std::vector<float> toVector(const Vec<float>& v);
+
+// Item `index`'s duals, dual histories and error history (when the run recorded one; its last entry is then
+// the errors of the returned plan) from a batched run of nq × nk heads.
+void setHeadDuals(const cuda::CudaAttentionResult& all, size_t index, Eigen::Index nq, Eigen::Index nk,
+                  PlanResult<float>& r);
 
 }  // namespace tl

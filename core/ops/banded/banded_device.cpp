@@ -99,15 +99,7 @@ std::vector<PlanResult<float>> bandedBatch(const AttentionBatch<float>& heads, c
   for (size_t h = 0; h < heads.size(); ++h) {
     PlanResult<float>& r = results[h];
     setMarginalTargets<float>(logMu, logNu, scale, r);
-    r.u = batchVector(g.u, h, nq);
-    r.v = batchVector(g.v, h, nk);
-    r.uHistory = batchItem(g.uHistory, h, g.steps, nq);
-    r.vHistory = batchItem(g.vHistory, h, g.steps, nk);
-    for (int t = 0; t < g.steps; ++t) {
-      const cuda::StepErrors& e = g.errorHistory[h * size_t(g.steps) + size_t(t)];
-      r.errorHistory.push_back({e.rowMax, e.rowMean, e.colMax, e.colMean});
-    }
-    r.errors = r.errorHistory.back();
+    setHeadDuals(g, h, nq, nk, r);  // the run records errors: r.errors is the returned plan's
     if (dv) r.output = MatF(batchItem(g.output, h, nq, dv).topRows(n0q));
     // The plan's potentials in eps units (any gauge: the plan is the same).
     const Vec<float> ut = r.u / float(params.eps), vt = r.v / float(params.eps);

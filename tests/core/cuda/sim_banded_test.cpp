@@ -12,39 +12,20 @@
 #include "cuda/band_kernels.h"
 #include "ops/banded/banded.h"
 #include "ops/banded/banded_device.h"
+#include "ops/banded/banded_test_util.h"
 #include "sim_kernels.h"
+#include "sim_path_support.h"
 #include "support/test_util.h"
 
 namespace tl {
 namespace {
 
+using cuda::test::expectSharedFieldsMatchCpu;
+using cuda::test::simHead;
 using cuda::test::simulatedKernels;
 
-AttentionInput<float> head(int nq, int nk, int d, uint64_t seed, bool padded) {
-  AttentionInput<float> in;
-  in.Q = test::gaussian(nq, d, seed).cast<float>();
-  in.K = test::gaussian(nk, d, seed + 1).cast<float>();
-  in.V = MatF(test::gaussian(nk, 3, seed + 2).cast<float>());
-  if (padded) {
-    in.mask = Mask::Ones(nq);
-    for (int i = 2; i < nq; i += 5) (*in.mask)(i) = false;
-  }
-  return in;
-}
-
-// Float32 against float32: the kernels' streaming log-sum-exp and tile products reorder sums, nothing more.
-::testing::AssertionResult close(const MatF& device, const MatF& cpu, const std::string& what, float tol = 2e-5f) {
-  const float scale = std::max(1.f, cpu.cwiseAbs().maxCoeff());
-  return test::matricesNear(device, cpu, tol * scale) << " (" << what << ")";
-}
-
 BandedParams params(int W, int base = 3, int tail = 2, double eps = 1.0, bool dustbin = false) {
-  BandedParams p;
-  p.W = W;
-  p.baseSteps = base;
-  p.tailSteps = tail;
-  p.eps = eps;
-  p.dustbin = dustbin;
+  BandedParams p = test::bandedParams(W, base, tail, eps, dustbin);
   p.tile = 16;
   return p;
 }
@@ -53,31 +34,13 @@ void expectMatchesCpu(const AttentionInput<float>& in, const BandedParams& p, bo
   const PlanResult<float> cpu = bandedAttention(in, p);
   const PlanResult<float> dev =
       bandedOnDevice({in}, p, DeviceRequest{densePlan}, simulatedKernels(), noFeedback()).front();
-  EXPECT_EQ(dev.backend, Backend::Cuda);
-  EXPECT_STREQ(dev.plan.kind(), "band");
-  EXPECT_TRUE(close(dev.plan.dense(), cpu.plan.dense(), "plan"));
-  EXPECT_TRUE(close(*dev.output, *cpu.output, "output"));
+  expectSharedFieldsMatchCpu(dev, cpu, "band");
   // Duals in score coordinates: their scale is that of the scores over eps.
   const float dualScale = std::max(1.f, cpu.u.cwiseAbs().maxCoeff()) * 2e-5f;
   EXPECT_TRUE(test::matricesNear(dev.u, cpu.u, dualScale)) << "u";
   EXPECT_TRUE(test::matricesNear(dev.v, cpu.v, dualScale)) << "v";
   EXPECT_TRUE(test::matricesNear(dev.uHistory, cpu.uHistory, dualScale)) << "u history";
   EXPECT_TRUE(test::matricesNear(dev.vHistory, cpu.vHistory, dualScale)) << "v history";
-  ASSERT_EQ(dev.errorHistory.size(), cpu.errorHistory.size());
-  for (size_t t = 0; t < cpu.errorHistory.size(); ++t) {
-    SCOPED_TRACE("step " + std::to_string(t + 1));
-    EXPECT_NEAR(dev.errorHistory[t].rowMax, cpu.errorHistory[t].rowMax, 2e-5);
-    EXPECT_NEAR(dev.errorHistory[t].colMax, cpu.errorHistory[t].colMax, 2e-5);
-    EXPECT_NEAR(dev.errorHistory[t].rowMean, cpu.errorHistory[t].rowMean, 2e-5);
-    EXPECT_NEAR(dev.errorHistory[t].colMean, cpu.errorHistory[t].colMean, 2e-5);
-  }
-  EXPECT_TRUE(close(dev.rowTarget, cpu.rowTarget, "row target"));
-  EXPECT_TRUE(close(dev.colTarget, cpu.colTarget, "column target"));
-  ASSERT_EQ(dev.extras.size(), cpu.extras.size());
-  for (const auto& [name, reference] : cpu.extras) {
-    ASSERT_TRUE(dev.extras.count(name)) << name;
-    EXPECT_TRUE(close(dev.extras.at(name), reference, name));
-  }
   // The same support: the band's entries, one for one.
   const auto devEntries = dev.plan.structure()->storedEntries(), cpuEntries = cpu.plan.structure()->storedEntries();
   ASSERT_TRUE(devEntries && cpuEntries);
@@ -89,35 +52,35 @@ void expectMatchesCpu(const AttentionInput<float>& in, const BandedParams& p, bo
 }
 
 TEST(SimBanded, ABandNarrowerThanATileOverSeveralRowTilesMatchesTheCpuReference) {
-  expectMatchesCpu(head(200, 200, 16, 1, false), params(5));
+  expectMatchesCpu(simHead(200, 200, 16, 1, false), params(5));
 }
 
 TEST(SimBanded, TheDiagonalAloneAndABandWiderThanATileMatchTheCpuReference) {
-  expectMatchesCpu(head(150, 150, 8, 2, false), params(0));
-  expectMatchesCpu(head(150, 150, 8, 3, false), params(70, 2, 1, 0.5));
+  expectMatchesCpu(simHead(150, 150, 8, 2, false), params(0));
+  expectMatchesCpu(simHead(150, 150, 8, 3, false), params(70, 2, 1, 0.5));
 }
 
 TEST(SimBanded, RectanglesWithInactiveRowsOrColumnsMatchTheCpuReference) {
-  expectMatchesCpu(head(150, 90, 16, 4, false), params(10));  // rows i ≥ 100 have no support
-  expectMatchesCpu(head(90, 150, 16, 5, false), params(10));  // columns j ≥ 100 have none
+  expectMatchesCpu(simHead(150, 90, 16, 4, false), params(10));  // rows i ≥ 100 have no support
+  expectMatchesCpu(simHead(90, 150, 16, 5, false), params(10));  // columns j ≥ 100 have none
 }
 
 TEST(SimBanded, TheDustbinMatchesTheCpuReference) {
-  expectMatchesCpu(head(70, 70, 16, 6, false), params(3, 2, 2, 1.0, true));
-  expectMatchesCpu(head(40, 65, 16, 7, false), params(2, 1, 1, 1.0, true));
+  expectMatchesCpu(simHead(70, 70, 16, 6, false), params(3, 2, 2, 1.0, true));
+  expectMatchesCpu(simHead(40, 65, 16, 7, false), params(2, 1, 1, 1.0, true));
 }
 
 TEST(SimBanded, PaddedTokensAreCountedAmongTheValidOnesLikeOnTheCpu) {
-  expectMatchesCpu(head(99, 99, 16, 8, true), params(4));
+  expectMatchesCpu(simHead(99, 99, 16, 8, true), params(4));
 }
 
 TEST(SimBanded, ABaseAloneOrATailAloneMatchesTheCpuReference) {
-  expectMatchesCpu(head(80, 80, 16, 9, false), params(6, 4, 0));
-  expectMatchesCpu(head(80, 80, 16, 10, false), params(6, 0, 3, 0.3));
+  expectMatchesCpu(simHead(80, 80, 16, 9, false), params(6, 4, 0));
+  expectMatchesCpu(simHead(80, 80, 16, 10, false), params(6, 0, 3, 0.3));
 }
 
 TEST(SimBanded, ThePlanAskedForAtOnceEqualsThePlanFormedWhenFirstUsed) {
-  const AttentionInput<float> in = head(130, 130, 16, 11, false);
+  const AttentionInput<float> in = simHead(130, 130, 16, 11, false);
   const BandedParams p = params(9);
   expectMatchesCpu(in, p, true);
   const PlanResult<float> eager = bandedOnDevice({in}, p, DeviceRequest{true}, simulatedKernels(), noFeedback()).front();
@@ -126,7 +89,7 @@ TEST(SimBanded, ThePlanAskedForAtOnceEqualsThePlanFormedWhenFirstUsed) {
 }
 
 TEST(SimBanded, BadParametersAreRefusedLikeOnTheCpu) {
-  const AttentionInput<float> in = head(10, 10, 4, 12, false);
+  const AttentionInput<float> in = simHead(10, 10, 4, 12, false);
   const BandedParams p = params(2, 0, 0);
   EXPECT_THROW(bandedAttention(in, p), InvalidArgument);
   EXPECT_THROW(bandedOnDevice({in}, p, DeviceRequest{}, simulatedKernels(), noFeedback()), InvalidArgument);
@@ -143,7 +106,7 @@ TEST(SimBanded, ARowTileVisitsOnlyTheKeyTilesItsBandMeets) {
   // Clipped at the last key.
   EXPECT_EQ(bandKeyTiles(64, 64, 64, 1000, 100).last, 2);
   // Rows beyond the last key's band (a rectangle's inactive rows): no tile at all.
-  const cuda::BandTiles none = bandKeyTiles(192, 64, 64, 10, 100);
+  const cuda::IndexRange none = bandKeyTiles(192, 64, 64, 10, 100);
   EXPECT_EQ(none.first, none.last);
 }
 
