@@ -73,11 +73,14 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
 }
 
 template <class T>
-void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out) {
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out, Vec<T>* rowSums) {
   if (out.rows() != X.rows() || out.cols() != X.cols()) out = largeMatrix<T>(X.rows(), X.cols());
+  if (rowSums) rowSums->resize(X.rows());
   parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
-    for (Eigen::Index i = first; i < end; ++i)
+    for (Eigen::Index i = first; i < end; ++i) {
       out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
+      if (rowSums) (*rowSums)(i) = out.row(i).sum();
+    }
   });
 }
 
@@ -180,8 +183,8 @@ template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> colLogSumExp(const Mat<double>&, const Vec<double>&);
-template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&);
-template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&);
+template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&, Vec<float>*);
+template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&, Vec<double>*);
 template Mat<float> scores(const Mat<float>&, const Mat<float>&);
 template Mat<double> scores(const Mat<double>&, const Mat<double>&);
 

@@ -50,9 +50,10 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift);
 // of a log-domain problem from its potentials in eps units. `out` is resized only when its shape differs, so a
 // loop that forms the plan every step reuses one buffer. Row by row and split across threads: a broadcast of ut
 // across a row-major matrix has no packet access, and Eigen would evaluate the whole expression, exp included,
-// one scalar at a time.
+// one scalar at a time. With `rowSums`, the plan's row sums too, each summed while its row is still in cache:
+// a caller that reports the plan's marginals needs no second pass over it for them.
 template <class T>
-void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out);
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out, Vec<T>* rowSums = nullptr);
 
 // S = Q Kᵀ / sqrt(d) (docs/conventions.md#scores).
 template <class T>

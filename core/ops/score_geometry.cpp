@@ -52,9 +52,9 @@ Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
 }
 
 template <class T>
-Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale) && {
+Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, Vec<T>* rowSums) && {
   Mat<T> out = std::move(X_);
-  expPlan(out, ut, vt, scale, out);  // entry by entry, so in place is safe
+  expPlan(out, ut, vt, scale, out, rowSums);  // entry by entry, so in place is safe
   return out;
 }
 

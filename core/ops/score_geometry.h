@@ -24,8 +24,8 @@ class DenseScores {
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;  // log Σ_i exp(X_ij + rowShift_i)
   Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // scale · exp(X + ut ⊕ vt)
   // The same plan formed in X's own buffer, for a caller done with the scores: one n_q × n_k allocation (and
-  // its page faults) less per run.
-  Mat<T> intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale) &&;
+  // its page faults) less per run. With `rowSums`, the plan's row sums from the same pass (expPlan).
+  Mat<T> intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, Vec<T>* rowSums = nullptr) &&;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;
 
  private:

@@ -15,6 +15,8 @@
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
 #include "ops/score_geometry.h"
+#include "ops/sinkhorn/sinkhorn.h"
+#include "ops/sinkhorn/sinkhorn_loop.h"
 #include "ops/subsequence.h"
 
 namespace tl {
@@ -44,52 +46,50 @@ Vec<T> asapKeyDual(const AttentionInput<T>& in, const AsapParams& p, const std::
   return v0;
 }
 
+// The dense CPU path: the scores once, one log-sum-exp pass per closure (the same kernels as Sinkhorn's
+// half-steps), then the plan in the scores' buffer. The reported marginal errors cost no pass of their own: the
+// plan's row sums come from the pass that forms it, its column sums from the log-sum-exp over the final u (the
+// last key closure's; closing=row runs that one extra pass, as Sinkhorn does for its open side).
 template <class T>
 PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask) {
+  using sinkhorn_loop::closure;
   const auto start = std::chrono::steady_clock::now();
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
   checkDenseSize(nq, nk, sizeof(T), "ASAP");
-  const T eps = T(p.eps);
-  const T negInf = -std::numeric_limits<T>::infinity();
+  const T eps = T(p.eps), scale = T(nq);
   DenseScores<T> X(in.Q, in.K, eps);
 
   // Marginals as the Sinkhorn teacher's (docs/operators/asap.md#masks): mu = 1/n_q everywhere, nu = 1/n_k on
   // active keys, else 0.
-  const Vec<T> logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
-  Vec<T> logNu = Vec<T>::Constant(nk, -std::log(T(nk)));
-  if (keyMask)
-    for (Eigen::Index j = 0; j < nk; ++j)
-      if (!(*keyMask)(j)) logNu(j) = negInf;
-
+  const std::pair<Vec<T>, Vec<T>> marginals = sinkhornLogMarginals<T>(nq, nk, keyMask);
+  const Vec<T>& logMu = marginals.first;
+  const Vec<T>& logNu = marginals.second;
   PlanResult<T> r;
+  setMarginalTargets(logMu, logNu, scale, r);
+
   const Vec<T> u0 = asapSourceDual(in, p, keyMask, r);
   r.extras["asap_u"] = u0;
   // Potentials in eps units; each closure is one log-sum-exp pass (docs/operators/asap.md#definition).
-  auto keyClosure = [&](const Vec<T>& ut) -> Vec<T> { return logNu - X.colLogSumExp(ut); };
-  auto sourceClosure = [&](const Vec<T>& vt) -> Vec<T> { return logMu - X.rowLogSumExp(vt); };
-
-  Vec<T> ut = u0 / eps;
-  Vec<T> vt;
+  Vec<T> ut = u0 / eps, vt;
+  Vec<T> colLse = X.colLogSumExp(ut);  // log Σ_i exp(X_ij + ut_i), kept current with ut
   if (predictsBothDuals(p.features)) {
     // P(f̂, ĝ), no closure: one constant so that the total mass is Σν (centring dropped it from f̂ + ĝ).
     vt = asapKeyDual(in, p, keyMask, r) / eps;
-    vt.array() += logSumExpOf<T>(logNu) - logSumExpOf<T>(Vec<T>(X.colLogSumExp(ut) + vt));
+    vt.array() += logSumExpOf<T>(logNu) - logSumExpOf<T>(Vec<T>(colLse + vt));
   } else {
-    vt = keyClosure(ut);
-  }
-  if (!predictsBothDuals(p.features) && p.variant == AsapVariant::TwoSided) {
-    ut = sourceClosure(vt);
-    if (p.closing == Closing::Column) vt = keyClosure(ut);
+    vt = closure(logNu, colLse);
+    if (p.variant == AsapVariant::TwoSided) {
+      ut = closure(logMu, X.rowLogSumExp(vt));
+      colLse = X.colLogSumExp(ut);
+      if (p.closing == Closing::Column) vt = closure(logNu, colLse);
+    }
   }
   r.u = eps * ut;
   r.v = eps * vt;
-  r.plan = std::move(X).intoPlan(ut, vt, T(nq));
+  Vec<T> rowSums;
+  r.plan = std::move(X).intoPlan(ut, vt, scale, &rowSums);
   if (in.V) r.output = r.plan.apply(*in.V);
-
-  r.rowTarget = (exactExp(logMu.array()) * T(nq)).matrix();
-  r.colTarget = (exactExp(logNu.array()) * T(nq)).matrix();
-  r.massMismatch = std::abs(r.rowTarget.sum() - r.colTarget.sum()) > 1e-6 * double(nq);
-  r.errors = marginalErrorsFromSums<T>(r.plan.rowSums(), r.rowTarget, r.plan.colSums(),
+  r.errors = marginalErrorsFromSums<T>(rowSums, r.rowTarget, sinkhorn_loop::marginalSums(vt, colLse, scale),
                                        r.colTarget);
   r.errorHistory = {r.errors};
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -112,9 +112,9 @@ Vec<T> asapSourceDual(const AttentionInput<T>& in, const AsapParams& p, const st
   if (p.slices->cols() != in.Q.cols())
     throw InvalidArgument("asap: slices must be L×d with d = " + std::to_string(in.Q.cols()) + " (the head dimension); got " +
                           std::to_string(p.slices->rows()) + "×" + std::to_string(p.slices->cols()));
-  const MatD phi =
-      sourceFeatures(in.Q.template cast<double>(), in.K.template cast<double>(), *p.slices, keyMask, p.features);
-  const VecD a = in.Q.template cast<double>().rowwise().squaredNorm() / (2.0 * std::sqrt(double(in.Q.cols())));
+  const MatD Q = in.Q.template cast<double>();
+  const MatD phi = sourceFeatures(Q, in.K.template cast<double>(), *p.slices, keyMask, p.features);
+  const VecD a = Q.rowwise().squaredNorm() / (2.0 * std::sqrt(double(Q.cols())));
   r.extras["asap_features"] = phi.template cast<T>();
   return (phi * (*p.beta) - a).template cast<T>();
 }

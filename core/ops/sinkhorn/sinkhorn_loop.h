@@ -62,6 +62,13 @@ Vec<T> closure(const Vec<T>& logMarginal, const Vec<T>& lse) {
   return (logMarginal.array() == negInf<T>).select(negInf<T>, logMarginal - lse).matrix();
 }
 
+// One side's sums of the plan scale·exp(X + ut ⊕ vt) from its potential and the LSE over the other side: the
+// marginal of that side without a pass over the plan (0 on inactive tokens).
+template <class T>
+Vec<T> marginalSums(const Vec<T>& potential, const Vec<T>& lse, T scale) {
+  return (potential.array() == negInf<T>).select(T(0), scale * (potential + lse).array().exp()).matrix();
+}
+
 // One side of the problem (rows or columns): its potential, log marginal and target, and the two fields of
 // MarginalErrors it fills. Row and column half-steps are the same code on different sides.
 template <class T>
@@ -73,9 +80,7 @@ struct Side {
   double MarginalErrors::*mean;
 
   // This side's sums of the plan scale·exp(X + ut ⊕ vt), given the LSE over the other side.
-  Vec<T> sums(const Vec<T>& lse, T scale) const {
-    return (potential.array() == negInf<T>).select(T(0), scale * (potential + lse).array().exp()).matrix();
-  }
+  Vec<T> sums(const Vec<T>& lse, T scale) const { return marginalSums(potential, lse, scale); }
   void recordError(MarginalErrors& errors, const Vec<T>& lse, T scale) const {
     const SideError e = sideError<T>(sums(lse, scale), target);
     errors.*max = e.max;
