@@ -42,9 +42,7 @@ inline MemoryEstimate bandMemory(const BandLayout& L, const AttentionProblem& p,
   addOperandMemory(e, L, p);
   const double states = 2.0 * (std::max(L.ldQ, L.ldK) + L.ldK);  // half-steps' and the final column pass's
   e.items.push_back({"potentials and LSE states", b * (double(L.ldQ + L.ldK) + states) * f + 3.0 * (L.nq + L.nk) * f});
-  if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});
-  if (options.errors) e.items.push_back({"error history", b * L.steps * 4 * sizeof(double)});
-  if (L.dv) e.items.push_back({"output", b * double(L.nq) * L.dv * f});
+  addLoopResultMemory(e, L, L.steps, options);
   if (band) e.items.push_back({"band of scores", b * double(L.nq) * double(2 * L.W + 1) * f});
   return e;
 }

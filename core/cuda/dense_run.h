@@ -76,9 +76,7 @@ inline MemoryEstimate denseMemory(const DenseLayout& L, const AttentionProblem& 
   addOperandMemory(e, L, p);
   const double states = std::max(double(L.rowSplits) * L.ldQ, double(L.colSplits) * L.ldK) * b * 2 * f;
   e.items.push_back({"potentials and LSE states", b * double(L.ldQ + L.ldK) * f + states + 3.0 * (L.nq + L.nk) * f});
-  if (options.histories) e.items.push_back({"dual histories", b * L.steps * double(L.nq + L.nk) * f});
-  if (options.errors) e.items.push_back({"error history", b * L.steps * 4 * sizeof(double)});
-  if (L.dv) e.items.push_back({"output", b * double(L.nq) * L.dv * f});
+  addLoopResultMemory(e, L, L.steps, options);
   if (options.plan) e.items.push_back({"dense plan", b * double(L.nq) * double(L.nk) * f});
   if (L.tileRows) e.items.push_back({"display tiles", b * double(L.tileRows) * L.tileCols * 2 * f});
   return e;

@@ -47,6 +47,15 @@ inline void addOperandMemory(MemoryEstimate& e, const OperandLayout& L, const At
   if (L.dv) e.items.push_back({"v", b * double(L.ldK) * double(L.dvPad) * f});
 }
 
+// The loop's results in a run's memory estimate: the dual and error histories of `steps` steps (when asked
+// for) and the output.
+inline void addLoopResultMemory(MemoryEstimate& e, const OperandLayout& L, int steps, const CudaOptions& options) {
+  const double b = L.batch, f = sizeof(float);
+  if (options.histories) e.items.push_back({"dual histories", b * steps * double(L.nq + L.nk) * f});
+  if (options.errors) e.items.push_back({"error history", b * steps * 4 * sizeof(double)});
+  if (L.dv) e.items.push_back({"output", b * double(L.nq) * L.dv * f});
+}
+
 template <class Dev>
 struct DeviceOperands {
   typename Dev::template Buffer<float> qT, kT;  // [batch][dPad][ldQ], [batch][dPad][ldK]
