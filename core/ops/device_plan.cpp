@@ -56,6 +56,17 @@ Mat<float> DevicePlan::materialize() const {
   return matrixOf(kernels_.planFromDuals(head_.problem(nullptr), u_, v_, eps_, o).plan, rows(), cols());
 }
 
+Mat<float> DevicePlan::rowBlock(Eigen::Index first, Eigen::Index count) const {
+  if (count == 0) return Mat<float>(0, cols());
+  const auto from = head_.logMu.begin() + first;
+  const DeviceHead rows{head_.Q.middleRows(first, count), head_.K, std::vector<float>(from, from + count), head_.logNu,
+                        head_.scale};
+  const std::vector<float> u(u_.begin() + first, u_.begin() + first + count);
+  cuda::CudaOptions o;
+  o.plan = true;
+  return matrixOf(kernels_.planFromDuals(rows.problem(nullptr), u, v_, eps_, o).plan, count, cols());
+}
+
 PooledPlan<float> DevicePlan::pooled(int maxRows, int maxCols) const {
   cuda::CudaOptions o;
   o.tileRows = maxRows;

@@ -33,6 +33,9 @@ class DevicePlan final : public TransportPlan<float> {
   Mat<float> apply(const Mat<float>& V) const override;
   Mat<float> applyTransposed(const Mat<float>& W) const override;
   Mat<float> materialize() const override;
+  // Rows from the plan kernel run on those queries alone: O(count·n_k·d) per block, where the default (Aᵀ applied
+  // to unit vectors) costs O(n_q·n_k·count), cubic over all rows (the 3-D view's lines read every row).
+  Mat<float> rowBlock(Eigen::Index first, Eigen::Index count) const override;
   PooledPlan<float> pooled(int maxRows, int maxCols) const override;
   const char* kind() const override { return "duals on the GPU"; }
 

@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "cuda/tile_index.h"
+#include "ops/display_grid.h"
 
 namespace tl {
 
@@ -26,13 +27,20 @@ Mat<T> TransportPlan<T>::rowBlock(Eigen::Index first, Eigen::Index count) const 
 }
 
 template <class T>
-PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
+PooledPlan<T> displayGrid(Eigen::Index rows, Eigen::Index cols, int maxRows, int maxCols) {
   PooledPlan<T> p;
-  const long long br = cuda::displayBlocks(rows(), maxRows), bc = cuda::displayBlocks(cols(), maxCols);
-  for (long long r = 0; r <= br; ++r) p.rowStarts.push_back(cuda::blockStart(r, rows(), br));
-  for (long long c = 0; c <= bc; ++c) p.colStarts.push_back(cuda::blockStart(c, cols(), bc));
+  const long long br = cuda::displayBlocks(rows, maxRows), bc = cuda::displayBlocks(cols, maxCols);
+  for (long long r = 0; r <= br; ++r) p.rowStarts.push_back(cuda::blockStart(r, rows, br));
+  for (long long c = 0; c <= bc; ++c) p.colStarts.push_back(cuda::blockStart(c, cols, bc));
   p.mean.resize(br, bc);
   p.max.resize(br, bc);
+  return p;
+}
+
+template <class T>
+PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
+  PooledPlan<T> p = displayGrid<T>(rows(), cols(), maxRows, maxCols);
+  const long long br = p.mean.rows(), bc = p.mean.cols();
   if (const auto entries = storedEntries()) {
     // Sums and maxima of the stored entries per block; a block with fewer stored entries than cells also
     // holds zeros.
@@ -190,6 +198,8 @@ Plan<To> Plan<T>::cast() const {
   return Plan<To>(std::make_shared<CastPlan<To, T>>(plan_));
 }
 
+template PooledPlan<float> displayGrid(Eigen::Index, Eigen::Index, int, int);
+template PooledPlan<double> displayGrid(Eigen::Index, Eigen::Index, int, int);
 template class TransportPlan<float>;
 template class TransportPlan<double>;
 template class Plan<float>;

@@ -24,6 +24,9 @@ class DifferencePlan final : public TransportPlan<float> {
     return first_.applyTransposed(W) - lambda_ * second_.applyTransposed(W);
   }
   Mat<float> materialize() const override { return first_.dense() - lambda_ * second_.dense(); }
+  Mat<float> rowBlock(Eigen::Index first, Eigen::Index count) const override {
+    return first_.rowBlock(first, count) - lambda_ * second_.rowBlock(first, count);
+  }
   const char* kind() const override { return "two softmax maps, duals on the GPU"; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "common/huge_pages.h"
 #include "common/parallel.h"
+#include "ops/display_grid.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
 
@@ -69,7 +70,7 @@ Mat<T> LotCoupling<T>::denseRows(Eigen::Index first, Eigen::Index count) const {
   constexpr Eigen::Index kBlockBytes = 256 * 1024;
   const Eigen::Index nk = P2.cols();
   const Eigen::Index blockRows = std::max<Eigen::Index>(1, kBlockBytes / Eigen::Index(sizeof(T) * std::max<Eigen::Index>(1, nk)));
-  const Mat<T> B = (T(P1.rows()) * (-logw.array()).exp()).matrix().asDiagonal() * P2;
+  const Mat<T> B = gluedKeys();
   Mat<T> A = largeMatrix<T>(count, nk);
   parallelFor(count, double(count) * double(nk) * double(P1.cols()), [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index b = begin; b < end; b += blockRows) {
@@ -78,6 +79,45 @@ Mat<T> LotCoupling<T>::denseRows(Eigen::Index first, Eigen::Index count) const {
     }
   });
   return A;
+}
+
+template <class T>
+Mat<T> LotCoupling<T>::gluedKeys() const {
+  return (T(P1.rows()) * (-logw.array()).exp()).matrix().asDiagonal() * P2;
+}
+
+template <class T>
+PooledPlan<T> LotCoupling<T>::pooledMeans(int maxRows, int maxCols) const {
+  PooledPlan<T> p = displayGrid<T>(P1.rows(), P2.cols(), maxRows, maxCols);
+  const Mat<T> B = gluedKeys();
+  Mat<T> rowSums(p.mean.rows(), P1.cols()), colSums(B.rows(), p.mean.cols());  // Σ_R P1 and Σ_C B
+  for (Eigen::Index b = 0; b < rowSums.rows(); ++b)
+    rowSums.row(b) = P1.middleRows(p.rowStarts[size_t(b)], p.rowStarts[size_t(b) + 1] - p.rowStarts[size_t(b)]).colwise().sum();
+  for (Eigen::Index c = 0; c < colSums.cols(); ++c)
+    colSums.col(c) = B.middleCols(p.colStarts[size_t(c)], p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]).rowwise().sum();
+  p.mean.noalias() = rowSums * colSums;
+  for (Eigen::Index b = 0; b < p.mean.rows(); ++b)
+    for (Eigen::Index c = 0; c < p.mean.cols(); ++c)
+      p.mean(b, c) /= T(p.rowStarts[size_t(b) + 1] - p.rowStarts[size_t(b)]) *
+                      T(p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]);
+  return p;
+}
+
+template <class T>
+PooledPlan<T> LotCoupling<T>::pooled(int maxRows, int maxCols) const {
+  PooledPlan<T> p = pooledMeans(maxRows, maxCols);
+  const Mat<T> B = gluedKeys();
+  const auto rows = [&](Eigen::Index b) { return P1.middleRows(p.rowStarts[size_t(b)], p.rowStarts[size_t(b) + 1] - p.rowStarts[size_t(b)]); };
+  const auto cols = [&](Eigen::Index c) { return B.middleCols(p.colStarts[size_t(c)], p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]); };
+  parallelFor(p.max.rows(), double(P1.rows()) * double(B.cols()) * double(B.rows()), [&](Eigen::Index begin, Eigen::Index end) {
+    Mat<T> block;  // one block of A at a time, reused
+    for (Eigen::Index b = begin; b < end; ++b)
+      for (Eigen::Index c = 0; c < p.max.cols(); ++c) {
+        block.noalias() = rows(b) * cols(c);
+        p.max(b, c) = block.maxCoeff();
+      }
+  });
+  return p;
 }
 
 template <class T>

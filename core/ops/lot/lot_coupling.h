@@ -30,6 +30,14 @@ struct LotCoupling {
   // A = n_q · P1 diag(1/w) P2, n_q × n_k, for display and the dense checks; or only rows [first, first + count).
   Mat<T> dense() const;
   Mat<T> denseRows(Eigen::Index first, Eigen::Index count) const;
+  // B = n_q · diag(1/w) P2 (r × n_k), so that A = P1 B.
+  Mat<T> gluedKeys() const;
+  // Display tiles of A (ops/transport_plan.h) without forming its rows. Block means are exact from the
+  // factors' block sums, Σ_R Σ_C A = (Σ_R P1)(Σ_C B): O(n·r + blocks²·r). A block maximum needs the block's
+  // entries: each block is formed alone (its rows of P1 times its columns of B) on the CPU's cores, O(n_q·n_k·r)
+  // work but one block of memory per thread. `pooledMeans` leaves max unset for a device kernel to fill.
+  PooledPlan<T> pooledMeans(int maxRows, int maxCols) const;
+  PooledPlan<T> pooled(int maxRows, int maxCols) const;
   // Marginal errors of A from the factors in O(n r), never forming A (docs/operators/lot.md#outputs).
   MarginalErrors errors() const;
   // Attention-scale targets: rows 1, columns n_q/n_k (1 when square).

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <utility>
 
 #include "ops/device_batches.h"
+#include "ops/device_plan.h"
 #include "ops/log_domain.h"
 #include "ops/lot/lot_coupling.h"
 #include "ops/lot/lot_steps.h"
+#include "ops/lot/low_rank_plan.h"
 
 namespace tl {
 namespace {
@@ -22,6 +26,28 @@ struct Problem {
     return cuda::batchedProblem(batch, nRows, nCols, d, rows.data(), cols.data(), values.data(), dv, toVector(logMu),
                                 toVector(logNu), 1.f);
   }
+};
+
+// LOT's plan from the device. Its factors came back to the host, so products and rows are the CPU's
+// (low_rank_plan.h); of its display tiles, the means come exactly from the factors' block sums (O(n·r)) and the
+// maxima, the one part that needs every entry (O(n_q·n_k·r)), from a kernel over the uploaded factors.
+class DeviceLowRankPlan final : public LowRankPlan<float> {
+ public:
+  // `kernels` must outlive the plan (the GPU's are static).
+  DeviceLowRankPlan(LotCoupling<float> coupling, const DenseKernels& kernels)
+      : LowRankPlan<float>(std::move(coupling)), kernels_(kernels) {}
+  PooledPlan<float> pooled(int maxRows, int maxCols) const override {
+    const LotCoupling<float>& c = coupling();
+    PooledPlan<float> p = c.pooledMeans(maxRows, maxCols);
+    const MatF gT = c.gluedKeys().transpose();  // row-major: each key's r numbers contiguous
+    const cuda::LowRankFactors factors{int(c.P1.rows()), int(c.P2.cols()), int(c.P1.cols()), c.P1.data(), gT.data()};
+    const auto rows = p.max.rows(), cols = p.max.cols();
+    p.max = matrixOf(kernels_.lowRankMaxima(factors, int(rows), int(cols)), rows, cols);
+    return p;
+  }
+
+ private:
+  const DenseKernels& kernels_;
 };
 
 // The duals of every head after single normalisation t (0-based) from a run's histories [batch][T][n].
@@ -117,6 +143,7 @@ std::vector<PlanResult<float>> lotBatch(const AttentionBatch<float>& heads, cons
     std::optional<MatF> output;
     if (dv) output = float(nq) * batchItem(g1.output, size_t(h), nq, dv);
     PlanResult<float> result = lotResult(c, pivots[size_t(h)], std::move(output));
+    result.plan = Plan<float>(std::make_shared<const DeviceLowRankPlan>(std::move(c), kernels));
     result.seconds = seconds;  // the launches' wall time, shared by their heads
     result.backend = Backend::Cuda;
     results.push_back(std::move(result));

@@ -7,7 +7,7 @@
 namespace tl {
 
 template <class T>
-class LowRankPlan final : public TransportPlan<T> {
+class LowRankPlan : public TransportPlan<T> {
  public:
   explicit LowRankPlan(LotCoupling<T> coupling) : c_(std::move(coupling)) {}
   Eigen::Index rows() const override { return c_.P1.rows(); }
@@ -16,7 +16,9 @@ class LowRankPlan final : public TransportPlan<T> {
   Mat<T> applyTransposed(const Mat<T>& W) const override { return c_.applyTransposed(W); }
   Mat<T> materialize() const override { return c_.dense(); }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override { return c_.denseRows(first, count); }
+  PooledPlan<T> pooled(int maxRows, int maxCols) const override { return c_.pooled(maxRows, maxCols); }
   const char* kind() const override { return "low-rank"; }
+  const LotCoupling<T>& coupling() const { return c_; }
 
  private:
   LotCoupling<T> c_;

@@ -282,6 +282,7 @@ inline void checkPlanKeptOnDevice(const std::string& name, const DeviceRun& devi
   const float tol = 1e-5f * std::max(1.f, A.cwiseAbs().maxCoeff()) * 300;
   EXPECT_TRUE(test::matricesNear(gpu.plan.apply(*in.V), A * *in.V, tol));
   EXPECT_TRUE(test::matricesNear(gpu.plan.applyTransposed(W), A.transpose() * W, tol));
+  EXPECT_TRUE(test::matricesNear(gpu.plan.rowBlock(37, 129), A.middleRows(37, 129), tol));  // rows alone
   const PooledPlan<float> tiles = gpu.plan.pooled(64, 50);
   ASSERT_EQ(tiles.mean.rows(), 64);
   ASSERT_EQ(tiles.mean.cols(), 50);

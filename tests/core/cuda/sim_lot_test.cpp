@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "ops/lot/lot.h"
@@ -74,6 +75,36 @@ TEST(SimLot, TheHeadsOfALayerInOneLaunchEqualTheirOwnRuns) {
     EXPECT_TRUE(test::matricesIdentical(batched[h].extras.at("lot_P1"), alone.extras.at("lot_P1"))) << "head " << h;
     EXPECT_EQ(batched[h].errors.colMax, alone.errors.colMax) << "head " << h;
   }
+}
+
+// The heatmap's display tiles of a device result: means from the factors' block sums, maxima from the kernel over
+// the uploaded factors (LowRankMaxKernel, run thread by thread on NaN-filled memory), against the default pooling
+// of the plan's own dense matrix. 130 block columns need two thread blocks per block row.
+TEST(SimLot, DisplayTilesOfADeviceResultMatchThoseOfItsDenseMatrix) {
+  LotParams p;
+  p.r = 4;
+  p.T = 3;
+  struct Grid {
+    int nq, nk, rows, cols;
+  };
+  for (const Grid g : {Grid{70, 70, 8, 6}, Grid{33, 200, 33, 130}, Grid{10, 12, 64, 64}}) {
+    const std::string label = std::to_string(g.nq) + " × " + std::to_string(g.nk);
+    const PlanResult<float> dev = lotOnDevice({simHead(g.nq, g.nk, 16, 5, false)}, p, simulatedKernels(), noFeedback()).front();
+    const PooledPlan<float> tiles = dev.plan.pooled(g.rows, g.cols);
+    const PooledPlan<float> dense = DensePlan<float>(dev.plan.dense()).pooled(g.rows, g.cols);
+    EXPECT_EQ(tiles.rowStarts, dense.rowStarts) << label;
+    EXPECT_EQ(tiles.colStarts, dense.colStarts) << label;
+    EXPECT_TRUE(cuda::test::closeToCpu(tiles.mean, dense.mean, "block means " + label, 1e-6));
+    EXPECT_TRUE(cuda::test::closeToCpu(tiles.max, dense.max, "block maxima " + label, 1e-6));
+  }
+}
+
+TEST(SimLot, LowRankDisplayTilesRefuseAGridFinerThanThePlan) {
+  const std::vector<float> f(6, 1.f), gT(8, 1.f);  // 3 × 2 and 4 × 2
+  const cuda::LowRankFactors factors{3, 4, 2, f.data(), gT.data()};
+  EXPECT_EQ(simulatedKernels().lowRankMaxima(factors, 3, 4), std::vector<float>(12, 2.f));
+  EXPECT_THROW(simulatedKernels().lowRankMaxima(factors, 4, 4), InvalidArgument);
+  EXPECT_THROW(simulatedKernels().lowRankMaxima(factors, 3, 0), InvalidArgument);
 }
 
 TEST(SimLot, MorePivotsThanTokensIsRefusedLikeOnTheCpu) {
