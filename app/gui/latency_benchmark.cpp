@@ -8,6 +8,7 @@
 #include <QTimer>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -84,6 +85,7 @@ struct Move {
 
 struct Timings {
   std::vector<double> latencyMs, computeMs, engineMs, overheadMs, drawMs;
+  std::vector<double> deviceMs;  // per move: the GPU run's own time (uploads, kernels, downloads); NaN on the CPU
 };
 
 // Applies each move and times it until its result is on screen; false (after saying which) on a timeout.
@@ -97,7 +99,9 @@ bool timeMoves(MainWindow& window, const std::vector<Move>& moves, Timings& t) {
       return false;
     }
     t.latencyMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    t.computeMs.push_back(result->runs.front().result.seconds * 1e3);
+    const PlanResult<double>& run = result->runs.front().result;
+    t.computeMs.push_back(run.seconds * 1e3);
+    t.deviceMs.push_back(run.backend == Backend::Cuda ? run.seconds * 1e3 : std::nan(""));
     t.engineMs.push_back(result->seconds * 1e3);  // the whole request: model re-run, operators, analyses
     // What the window adds on top of the Engine's own work: queueing, copying into the views, drawing.
     t.overheadMs.push_back(t.latencyMs.back() - t.engineMs.back());
@@ -241,6 +245,20 @@ int runLatencyBenchmark(const LatencyOptions& options) {
   report["engine_ms"] = summary(t.engineMs);
   report["gui_overhead_ms"] = summary(t.overheadMs);
   report["views_draw_ms"] = summary(t.drawMs);
+  // Per move, so a GPU run's device time sits beside the latency it is part of (null where the CPU ran).
+  std::vector<double> onDevice;
+  nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < moves.size(); ++k) {
+    nlohmann::ordered_json sample = {{"move", moves[k].label}, {"latency_ms", t.latencyMs[k]}, {"device_ms", nullptr},
+                                     {"views_draw_ms", t.drawMs[k]}};
+    if (!std::isnan(t.deviceMs[k])) {
+      sample["device_ms"] = t.deviceMs[k];
+      onDevice.push_back(t.deviceMs[k]);
+    }
+    samples.push_back(sample);
+  }
+  if (!onDevice.empty()) report["device_ms"] = summary(onDevice);
+  report["samples"] = samples;
   report["qt_platform"] = QGuiApplication::platformName().toStdString();
   report["backend"] = backendLabel();
   const std::string text = report.dump(2) + "\n";

@@ -21,6 +21,7 @@
 #include "widgets/panels/operator_panel.h"
 #include "widgets/panels/source_panel.h"
 #include "widgets/shell/engine_bridge.h"
+#include "widgets/shell/status_timing.h"
 #include "widgets/shell/view_factory.h"
 #include "widgets/views/rank_decay_view.h"
 
@@ -364,16 +365,9 @@ void MainWindow::showStatus(const SessionResult& result, double drawMs) {
   const int nq = result.input ? result.input->nQueries() : int(r.plan.rows());
   const int nk = result.input ? result.input->nKeys() : int(r.plan.cols());
   size_->setText(nq == nk ? QStringLiteral("n = %1").arg(nq) : QStringLiteral("n_q = %1, n_k = %2").arg(nq).arg(nk));
-  // The GPU computes in float32 whatever the session asks (docs/cuda.md#choosing-the-device).
-  const char* precision = r.backend == Backend::Cpu ? precisionName(result.session.precision) : "f32";
-  timing_->setText(tr("%1 · compute %2 ms · draw %3 ms")
-                       .arg(precision)
-                       .arg(r.seconds * 1e3, 0, 'f', 1)
-                       .arg(drawMs, 0, 'f', 1));
-  timing_->setToolTip(tr("precision the operator ran in; its compute time; the whole request (source, operators, "
-                         "analyses) took %1 ms; drawing the views on screen took %2 ms")
-                          .arg(result.seconds * 1e3, 0, 'f', 1)
-                          .arg(drawMs, 0, 'f', 1));
+  const StatusTiming timing = statusTiming(result, drawMs);
+  timing_->setText(timing.text);
+  timing_->setToolTip(timing.toolTip);
   const double error = std::max(r.errors.rowMax, r.errors.colMax);
   marginal_->setText(tr("%1 %2").arg(r.massMismatch ? tr("mass mismatch") : tr("marginal error")).arg(error, 0, 'e', 2));
   // Which device produced what is on screen; never silent when the CPU ran in place of the GPU.

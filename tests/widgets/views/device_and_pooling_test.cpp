@@ -11,6 +11,7 @@
 #include "support/gui_test_support.h"
 #include "widgets/panels/operator_panel.h"
 #include "widgets/shell/main_window.h"
+#include "widgets/shell/status_timing.h"
 #include "widgets/views/plan_heatmap_view.h"
 
 namespace tl {
@@ -77,6 +78,27 @@ TEST_F(DeviceAndPoolingTest, TheDeviceChoiceReachesTheSessionAndTheStatusBarSays
     EXPECT_FALSE(status->toolTip().isEmpty());
     EXPECT_EQ(status->toolTip().toStdString(), r.backendNote);
   }
+}
+
+// A GPU result shows the device's own time (from the result) next to the draw time; a CPU result its compute time
+// in the session's precision.
+TEST_F(DeviceAndPoolingTest, TheStatusBarShowsTheDevicesTimeForAGpuResult) {
+  SessionResult result;
+  result.session.precision = Precision::F64;
+  result.seconds = 0.0456;
+  result.runs.resize(1);
+  PlanResult<double>& r = result.runs.front().result;
+  r.seconds = 0.0123;
+  r.backend = Backend::Cuda;
+  StatusTiming t = statusTiming(result, 8.14);
+  EXPECT_EQ(t.text.toStdString(), "f32 · GPU 12.3 ms · draw 8.1 ms");
+  EXPECT_TRUE(t.toolTip.contains("GPU")) << t.toolTip.toStdString();
+  EXPECT_TRUE(t.toolTip.contains("45.6 ms")) << "the whole request: " << t.toolTip.toStdString();
+
+  r.backend = Backend::Cpu;
+  t = statusTiming(result, 8.14);
+  EXPECT_EQ(t.text.toStdString(), "f64 · compute 12.3 ms · draw 8.1 ms");
+  EXPECT_FALSE(t.toolTip.contains("GPU")) << t.toolTip.toStdString();
 }
 
 }  // namespace
