@@ -1,8 +1,8 @@
 // `tlens bench --device cuda`: the CUDA backend's fused paths timed with CUDA events on device-resident
 // inputs (cuda/bench_cuda.h), in float32 FMAs and on TF32 tensor cores, beside the exp-throughput floor
 // measured on the same GPU, and beside the published code run in the same invocation on the same shapes:
-// PyTorch SDPA, a dense PyTorch Sinkhorn and LOTFormer's factored formulation (scripts/reference/
-// gpu_reference.py), the Sinkformers code and
+// PyTorch SDPA, a dense PyTorch Sinkhorn, LOTFormer's factored formulation and ESPFormer's dense per-slice
+// plans (scripts/reference/gpu_reference.py), the Sinkformers code and
 // FlashSinkhorn (scripts/reference/gpu_peers.py, peers from $TL_PEERS_DIR). Built only with TL_CUDA.
 #include "gpu_bench.h"
 
@@ -22,6 +22,7 @@
 #include "io/atomic_file.h"
 #include "ops/asap/asap.h"
 #include "ops/banded/banded.h"
+#include "ops/esp/esp_device.h"
 #include "ops/lot/lot.h"
 #include "ops/registry.h"
 #include "reference_bench.h"
@@ -66,7 +67,7 @@ nlohmann::json scriptReport(const std::string& script, const std::string& argume
 
 // The families whose fused device path the GPU benchmark times (cuda/bench_cuda.h).
 const std::set<std::string>& benchFamilies() {
-  static const std::set<std::string> families = {"softmax", "sinkhorn", "lot", "asap", "diff", "banded"};
+  static const std::set<std::string> families = {"softmax", "sinkhorn", "esp", "lot", "asap", "diff", "banded"};
   return families;
 }
 
@@ -76,14 +77,28 @@ const std::set<std::string>& benchFamilies() {
 // Sinkhorn loop of the transposed problem, ops/asap/asap_device.h; the host's sliced-feature prediction of
 // its start dual is not timed), one per map for diff's two half-width softmax launches, and for banded its
 // 2·(base_steps + tail_steps) half-steps, the output pass and the two final-sum passes over the band's
-// n(2W + 1) − W(W + 1) entries.
+// n(2W + 1) − W(W + 1) entries. Hard ESP has no exponentials (no floor): sorts and gathers.
 struct DeviceBench {
   cuda::BenchTiming timing;
   double exponentials = 0;
 };
 
+// Hard ESP's problem for the benchmark, made on the host as for a run (ops/esp/esp_device.h).
+cuda::BenchTiming benchEsp(const OperatorSpec& op, const cuda::BenchShape& shape, int repeats) {
+  const EspParams p = EspParams::from(op.params);
+  if (p.sort != SortMode::Hard) throw InvalidArgument("bench --device cuda: esp runs on the GPU with sort=hard only");
+  const MatF theta = sliceDirections(p.slices, shape.d).cast<float>();
+  cuda::EspCudaProblem problem = espDeviceProblem(p, shape.n, shape.n);
+  problem.L = int(theta.rows());
+  problem.directions = theta.data();
+  cuda::EspCudaOptions options;
+  options.weights = [&](const std::vector<float>& costs) { return espDeviceWeights(p, costs); };
+  return cuda::benchEsp(shape, std::move(problem), options, 1, repeats);
+}
+
 DeviceBench benchOnDevice(const OperatorSpec& op, cuda::BenchShape shape, int repeats) {
   const double heads = double(shape.B) * shape.H, n = shape.n;
+  if (op.family == "esp") return {benchEsp(op, shape, repeats), 0};
   if (op.family == "softmax") return {cuda::benchSoftmax(shape, 1, repeats), heads * n * n};
   if (op.family == "diff") {
     shape.d /= 2;
@@ -110,7 +125,8 @@ DeviceBench benchOnDevice(const OperatorSpec& op, cuda::BenchShape shape, int re
 }
 
 nlohmann::json timingJson(const cuda::BenchTiming& t, double floorMs) {
-  return {{"median_ms", t.medianMs}, {"min_ms", t.minMs}, {"repeats", t.repeats}, {"over_exp_floor", t.medianMs / floorMs}};
+  const nlohmann::json overFloor = floorMs > 0 ? nlohmann::json(t.medianMs / floorMs) : nlohmann::json(nullptr);
+  return {{"median_ms", t.medianMs}, {"min_ms", t.minMs}, {"repeats", t.repeats}, {"over_exp_floor", overFloor}};
 }
 
 }  // namespace
@@ -142,18 +158,20 @@ int gpuBench(const CommandLine& cl) {
   nlohmann::json runs = nlohmann::json::array();
   int sinkhornT = 10;
   std::optional<OperatorSpec> lot;  // the LOT op whose shape the LOTFormer reference gets
+  std::optional<OperatorSpec> esp;  // the ESP op whose slices the ESPFormer formulation gets
   std::printf("%s: expf %.3g/s; B=%d H=%d d=%d, CUDA events, median of up to %d runs\n", device.name.c_str(),
               exp.accuratePerSecond, shape.B, shape.H, shape.d, repeats);
   std::printf("%-28s %7s %12s %12s %14s\n", "operator", "n", "fp32 ms", "tf32 ms", "exp floor ms");
   for (const OperatorSpec& op : ops) {
     if (op.family == "sinkhorn") sinkhornT = int(getInt(op.params, "T"));
     if (op.family == "lot") lot = op;
+    if (op.family == "esp") esp = op;
     for (int n : sizes) {
       shape.n = n;
       nlohmann::json entry = {{"op", op.toString()}, {"B", shape.B}, {"H", shape.H}, {"n", n}, {"d", shape.d}};
       double ms[2] = {0, 0}, floorMs = 0;
-      // Banded has no TF32 kernels.
-      const int precisions = op.family == "banded" ? 1 : 2;
+      // Banded and ESP have no TF32 kernels.
+      const int precisions = op.family == "banded" || op.family == "esp" ? 1 : 2;
       for (int tf32 = 0; tf32 < precisions; ++tf32) {
         std::cerr << "timing " << op.toString() << " at n=" << n << (tf32 ? " (tf32)" : " (fp32)") << " ...\n";
         shape.tf32 = tf32 == 1;
@@ -162,10 +180,11 @@ int gpuBench(const CommandLine& cl) {
         entry[tf32 ? "tf32" : "fp32"] = timingJson(b.timing, floorMs);
         ms[tf32] = b.timing.medianMs;
       }
-      entry["exp_floor_ms"] = floorMs;
+      entry["exp_floor_ms"] = floorMs > 0 ? nlohmann::json(floorMs) : nlohmann::json(nullptr);
       if (precisions == 1) {
         entry["tf32"] = nullptr;
-        std::printf("%-28s %7d %12.3f %12s %14.3f\n", op.toString().c_str(), n, ms[0], "-", floorMs);
+        std::printf("%-28s %7d %12.3f %12s %14s\n", op.toString().c_str(), n, ms[0], "-",
+                    floorMs > 0 ? std::to_string(floorMs).c_str() : "-");
       } else {
         std::printf("%-28s %7d %12.3f %12.3f %14.3f\n", op.toString().c_str(), n, ms[0], ms[1], floorMs);
       }
@@ -178,14 +197,21 @@ int gpuBench(const CommandLine& cl) {
   if (!cl.has("no-references")) {
     const std::string shapeArgs =
         "--n " + joined(sizes) + " --H " + std::to_string(shape.B * shape.H) + " --d " + std::to_string(shape.d);
-    std::cerr << "timing PyTorch SDPA, a dense PyTorch Sinkhorn" << (lot ? " and the LOTFormer formulation" : "") << " ("
+    std::cerr << "timing PyTorch SDPA, a dense PyTorch Sinkhorn" << (lot ? ", the LOTFormer formulation" : "")
+              << (esp ? ", the ESPFormer formulation" : "") << " ("
               << referencePython() << ") ...\n";
     std::string lotArgs;
     if (lot)
       lotArgs = " --lot-r " + std::to_string(LotParams::from(lot->params).r) + " --lot-T " +
                 std::to_string(getInt(lot->params, "T")) + " --lot-eps " + std::to_string(getReal(lot->params, "eps"));
+    std::string espArgs;
+    if (esp) {
+      const EspParams p = EspParams::from(esp->params);
+      espArgs = " --esp-L " + std::to_string(sliceDirections(p.slices, shape.d).rows()) + " --esp-tau " +
+                std::to_string(p.tau);
+    }
     references["pytorch"] =
-        scriptReport("gpu_reference.py", shapeArgs + " --T " + std::to_string(sinkhornT) + lotArgs);
+        scriptReport("gpu_reference.py", shapeArgs + " --T " + std::to_string(sinkhornT) + lotArgs + espArgs);
     std::cerr << "timing the published peers (Sinkformers, FlashSinkhorn) ...\n";
     references["peers"] = scriptReport("gpu_peers.py", shapeArgs);
   }

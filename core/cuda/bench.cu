@@ -8,11 +8,14 @@
 #include "cuda/band_run.h"
 #include "cuda/cuda_device.cuh"
 #include "cuda/dense_run.h"
+#include "cuda/esp_run.h"
+#include "cuda/segmented_sort.cuh"
 
 namespace tl::cuda {
 
 extern template class DenseRun<CudaDevice>;  // compiled in dense_run.cu
 extern template class BandRun<CudaDevice>;   // compiled in banded.cu
+extern template class EspRun<CudaDevice>;    // compiled in esp.cu
 
 namespace {
 
@@ -167,6 +170,22 @@ BenchTiming benchBanded(const BenchShape& shape, long long W, int baseSteps, int
   BandRun<CudaDevice> run(dev, p.problem, W, shape.eps, params.budget(), options);
   run.upload(false);
   run.prepare(baseSteps);
+  return timeSolves(dev, [&] { run.solve(); }, warmup, repeats);
+}
+
+BenchTiming benchEsp(const BenchShape& shape, EspCudaProblem problem, const EspCudaOptions& options, int warmup,
+                     int repeats, int device) {
+  const BenchProblem p(shape.B * shape.H, shape.n, shape.n, shape.d, shape.d, 40, 1.f);
+  problem.batch = shape.B * shape.H;
+  problem.nq = problem.nk = shape.n;
+  problem.d = problem.dv = shape.d;
+  problem.q = p.q.data();
+  problem.k = p.k.data();
+  problem.v = p.v.data();
+  validateEspProblem(problem, options);
+  CudaDevice dev(device, false);
+  EspRun<CudaDevice> run(dev, problem, options);
+  run.upload();
   return timeSolves(dev, [&] { run.solve(); }, warmup, repeats);
 }
 

@@ -2,6 +2,8 @@
 // Benchmarks of the CUDA backend (for `tlens bench --device cuda`, app/cli/gpu_bench.cpp): the exp throughput
 // that bounds every log-domain kernel, and the fused paths timed with CUDA events on device-resident
 // inputs (upload and download excluded): warm-up runs, then the median of the timed repeats.
+#include "cuda/esp_cuda.h"
+
 namespace tl::cuda {
 
 // Exponentials per second of a kernel that does nothing but chains of exp on registers over the whole GPU:
@@ -37,5 +39,13 @@ BenchTiming benchLot(const BenchShape& shape, int r, int warmup = 1, int repeats
 // (shape.T is ignored), the output and the two final-sum passes. Float32 only (no TF32 band kernels).
 BenchTiming benchBanded(const BenchShape& shape, long long W, int baseSteps, int tailSteps, int warmup = 1,
                         int repeats = 5, int device = 0);
+
+// Hard ESP's device path (esp_cuda.h) on B·H heads of n queries and n keys (v: d columns), random inputs:
+// projections, the segmented sort, tie groups, block masses, costs, the weights (`options.weights` on the
+// host, between two launches) and the gathered output; downloading the sorted orders for the result's plan is
+// not timed. `problem` brings the directions, the rank coupling, p and the tie rule; its sizes and arrays are
+// set here. shape.T, eps and tf32 are ignored.
+BenchTiming benchEsp(const BenchShape& shape, EspCudaProblem problem, const EspCudaOptions& options, int warmup = 1,
+                     int repeats = 5, int device = 0);
 
 }  // namespace tl::cuda

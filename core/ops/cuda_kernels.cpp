@@ -2,6 +2,7 @@
 #include "ops/device_kernels.h"
 
 #ifdef TL_HAVE_CUDA
+#include "cuda/esp_cuda.h"
 #include "cuda/softmax_cuda.h"
 #else
 #include "common/errors.h"
@@ -12,7 +13,8 @@ namespace tl {
 #ifdef TL_HAVE_CUDA
 const DenseKernels& cudaDenseKernels() {
   static const DenseKernels kernels{cuda::sinkhornCuda, cuda::softmaxCuda, cuda::planFromDualsCuda,
-                                    cuda::bandedCuda, cuda::bandScoresCuda, cuda::lowRankMaximaCuda};
+                                    cuda::bandedCuda, cuda::bandScoresCuda, cuda::lowRankMaximaCuda,
+                                    cuda::espCuda};
   return kernels;
 }
 #else
@@ -30,7 +32,8 @@ const DenseKernels& cudaDenseKernels() {
       [](const cuda::AttentionProblem&, const cuda::BandedCudaParams&, const cuda::CudaOptions&)
           -> cuda::BandedCudaResult { notBuilt(); },
       [](const cuda::AttentionProblem&, long long, double) -> std::vector<float> { notBuilt(); },
-      [](const cuda::LowRankFactors&, int, int) -> std::vector<float> { notBuilt(); }};
+      [](const cuda::LowRankFactors&, int, int) -> std::vector<float> { notBuilt(); },
+      [](const cuda::EspCudaProblem&, const cuda::EspCudaOptions&) -> cuda::EspCudaResult { notBuilt(); }};
   return kernels;
 }
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/low_rank_cuda.h) as values. Every family's
+// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/low_rank_cuda.h, cuda/esp_cuda.h) as values. Every family's
 // device path is written against them: on the product they are the GPU kernels (cudaDenseKernels), in the CPU
 // tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so each family's device
 // orchestration (mask modes, batching, scaling, results) is verified without a GPU.
@@ -9,6 +9,7 @@
 #include "cuda/attention_problem.h"
 #include "cuda/banded_cuda.h"
 #include "cuda/low_rank_cuda.h"
+#include "cuda/esp_cuda.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl {
@@ -31,6 +32,8 @@ struct DenseKernels {
   std::function<std::vector<float>(const cuda::AttentionProblem&, long long W, double eps)> bandScores;
   // Display-tile maxima of a low-rank plan from its factors (cuda/low_rank_cuda.h): LOT's heatmap.
   std::function<std::vector<float>(const cuda::LowRankFactors&, int rows, int cols)> lowRankMaxima;
+  // Hard ESP's sorted slices, costs and gathered output (cuda/esp_cuda.h); the simulated device sorts on the host.
+  std::function<cuda::EspCudaResult(const cuda::EspCudaProblem&, const cuda::EspCudaOptions&)> esp;
 };
 
 // The GPU's kernels (ops/cuda_kernels.cpp). In a build without CUDA each throws ResourceError saying so; the

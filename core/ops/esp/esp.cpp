@@ -7,7 +7,9 @@
 
 #include "common/errors.h"
 #include "common/parallel.h"
-#include "ops/esp/sliced_plan.h"
+#include "cuda/esp_math.h"
+#include "ops/esp/esp_device.h"
+#include "ops/esp/esp_result.h"
 #include "ops/esp/soft_sort.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
@@ -17,15 +19,6 @@
 namespace tl {
 namespace {
 
-// Q and K as ESP sees them: pre-scaled by d^{-1/2} under compat=reference-code
-// (docs/operators/esp.md#compat).
-template <class T>
-std::pair<Mat<T>, Mat<T>> queriesAndKeys(const AttentionInput<T>& in, const EspParams& p) {
-  if (p.compat == EspCompat::Paper) return {in.Q, in.K};
-  const T scale = T(1.0 / std::sqrt(double(in.Q.cols())));
-  return {in.Q * scale, in.K * scale};
-}
-
 // Everything the hard path needs, with nothing n×n: per-slice tie groups and couplings, and D_l
 // (docs/operators/esp.md#lazy-path).
 template <class T>
@@ -34,9 +27,20 @@ struct HardSlices {
   Vec<T> costs;
 };
 
+// s_l = x·θ_l of every token (rows) and slice (columns), token by token in a fixed order (cuda/esp_math.h):
+// identical tokens tie wherever they sit, and the device's projections are these bit for bit.
+template <class T>
+Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
+  Mat<T> out(X.rows(), theta.rows());
+  for (Eigen::Index i = 0; i < X.rows(); ++i)
+    for (Eigen::Index l = 0; l < theta.rows(); ++l)
+      out(i, l) = cuda::espProjection(X.row(i).data(), theta.row(l).data(), int(X.cols()));
+  return out;
+}
+
 template <class T>
 HardSlices<T> hardSlices(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, const EspParams& p, Feedback& feedback) {
-  const Mat<T> projQ = Q * theta.transpose(), projK = K * theta.transpose();  // s^Q_l, s^K_l as columns
+  const Mat<T> projQ = projections(Q, theta), projK = projections(K, theta);  // s^Q_l, s^K_l as columns
   const auto coupling = rankCoupling(int(Q.rows()), int(K.rows()), p.rankCoupling);
   HardSlices<T> h;
   h.slices.resize(size_t(theta.rows()));
@@ -110,72 +114,27 @@ SoftPlan<T> softPlan(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, cons
 }
 
 template <class T>
-Mat<T> matchingsMatrix(const std::vector<HardSlice>& slices, Eigen::Index nq) {
-  Mat<T> m(Eigen::Index(slices.size()), nq);
-  for (size_t l = 0; l < slices.size(); ++l)
-    for (Eigen::Index i = 0; i < nq; ++i) m(Eigen::Index(l), i) = T(slices[l].matching[i]);
-  return m;
-}
-
-template <class T>
-Mat<T> tieCounts(const std::vector<HardSlice>& slices) {
-  Mat<T> m(Eigen::Index(slices.size()), 1);
-  for (size_t l = 0; l < slices.size(); ++l) m(Eigen::Index(l), 0) = T(slices[l].tiedTokens);
-  return m;
-}
-
-// Targets in attention scale (docs/operators/esp.md#unequal-sizes): rows 1, columns n_q/n_k.
-template <class T>
-void setTargetsAndErrors(PlanResult<T>& r) {
-  const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
-  r.rowTarget = Vec<T>::Ones(nq);
-  r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
-  r.errors = marginalErrorsFromSums<T>(r.plan.rowSums(), r.rowTarget, r.plan.colSums(), r.colTarget);
-  r.errorHistory = {r.errors};
-}
-
-template <class T>
 PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
-  const auto [Q, K] = queriesAndKeys(in, p);
+  const auto [Q, K] = espQueriesAndKeys(in, p);
   const Mat<T> theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
-  const HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
-  const Vec<T> hardWeights = sliceWeights(hard.costs, p.tau);
-
+  HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
   // Hard: the plan stays a set of weighted slice matchings, nothing n×n (sliced_plan.h).
-  const auto hardAttention = std::make_shared<const SlicedPlan<T>>(hard.slices, hardWeights, nq, nk);
-  PlanResult<T> r;
-  Vec<T> costs = hard.costs;
+  PlanResult<T> r = hardEspResult<T>(std::move(hard.slices), hard.costs, theta, p.tau, nq, nk);
   if (p.sort == SortMode::Soft) {
     checkDenseSize(std::max(nq, nk), std::max(nq, nk), sizeof(T), "ESP SoftSort");
     SoftPlan<T> soft = softPlan(Q, K, theta, p, feedback);
     r.extras[EspExtras::hardDistance] =
-        Mat<T>::Constant(1, 1, (soft.plan - hardAttention->materialize()).cwiseAbs().maxCoeff());
+        Mat<T>::Constant(1, 1, (soft.plan - r.plan.structure()->materialize()).cwiseAbs().maxCoeff());
     r.plan = std::move(soft.plan);
-    costs = soft.costs;
-  } else {
-    r.plan = Plan<T>(hardAttention);
+    r.extras[EspExtras::weights] = sliceWeights(soft.costs, p.tau);
+    r.extras[EspExtras::costs] = soft.costs;
+    setEspTargetsAndErrors(r);
   }
   if (in.V) r.output = r.plan.apply(*in.V);
-  setTargetsAndErrors(r);
-  r.extras[EspExtras::weights] = sliceWeights(costs, p.tau);
-  r.extras[EspExtras::costs] = costs;
-  r.extras[EspExtras::directions] = theta;
-  // Break-rule matchings in both modes (the permutations SoftSort approaches as sort_temp → 0).
-  r.extras[EspExtras::matchings] = matchingsMatrix<T>(hard.slices, nq);
-  r.extras[EspExtras::ties] = tieCounts<T>(hard.slices);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
-}
-
-// Matchings of the valid block index valid tokens: map them back to token indices, -1 at padded queries.
-template <class T>
-Mat<T> widenMatchings(const Mat<T>& sub, const std::vector<Eigen::Index>& valid, Eigen::Index n) {
-  Mat<T> out = Mat<T>::Constant(sub.rows(), n, T(-1));
-  for (Eigen::Index l = 0; l < sub.rows(); ++l)
-    for (size_t c = 0; c < valid.size(); ++c) out(l, valid[c]) = T(valid[Eigen::Index(sub(l, Eigen::Index(c)))]);
-  return out;
 }
 
 }  // namespace
@@ -200,10 +159,7 @@ PlanResult<T> espAttention(const AttentionInput<T>& input, const EspParams& para
   validateInput(input);
   PlanResult<T> r = runOnValidSubsequence<T>(
       input, [&](const AttentionInput<T>& valid) { return espOnValid(valid, params, feedback); });
-  if (input.mask && !input.mask->all()) {
-    auto& m = r.extras[EspExtras::matchings];
-    m = widenMatchings<T>(m, validIndices(*input.mask), input.Q.rows());
-  }
+  if (input.mask && !input.mask->all()) widenEspMatchings(r, *input.mask);
   return r;
 }
 
@@ -223,13 +179,20 @@ template Mat<float> espLazyOutput(const AttentionInput<float>&, const EspParams&
 template Mat<double> espLazyOutput(const AttentionInput<double>&, const EspParams&, Feedback&);
 
 void registerEsp(OperatorRegistry& registry) {
+  CudaPath<EspParams> cuda;
+  cuda.run = espOnDevice;
+  cuda.unsupported = [](const EspParams& p) -> std::optional<std::string> {
+    if (p.sort == SortMode::Hard) return std::nullopt;
+    return std::string("esp sort=soft has no CUDA kernels yet; it runs on the CPU reference");
+  };
   registry.add(familyInfo<EspParams>(
       {{"esp", "ESP (ESPFormer)",
         "expected sliced transport plan: per-slice sorted matchings averaged with weights softmax(−tau·D_l); "
         "exactly doubly stochastic with sort=hard"},
        espParamBindings(),
        {Backend::Torch},
-       [](const EspParams& p) { return p.sort == SortMode::Hard; }},
+       [](const EspParams& p) { return p.sort == SortMode::Hard; },
+       cuda},
       [](const auto& input, const EspParams& p, Feedback& f) { return espAttention(input, p, f); }));
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "common/argsort.h"
 
@@ -90,9 +91,17 @@ T groundCost(T squaredDistance, double p) {
 template <class T>
 HardSlice hardSlice(const Vec<T>& queryProjection, const Vec<T>& keyProjection,
                     const std::vector<RankCouplingEntry>& coupling, TiePolicy ties) {
+  return hardSliceFromOrders(queryProjection, ascendingOrder(queryProjection), keyProjection,
+                             ascendingOrder(keyProjection), coupling, ties);
+}
+
+template <class T>
+HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> queryOrder,
+                              const Vec<T>& keyProjection, std::vector<int> keyOrder,
+                              const std::vector<RankCouplingEntry>& coupling, TiePolicy ties) {
   HardSlice s;
-  s.queryOrder = ascendingOrder(queryProjection);
-  s.keyOrder = ascendingOrder(keyProjection);
+  s.queryOrder = std::move(queryOrder);
+  s.keyOrder = std::move(keyOrder);
   s.queryGroupStart = tieGroupStarts(queryProjection, s.queryOrder, s.tiedTokens);
   s.keyGroupStart = tieGroupStarts(keyProjection, s.keyOrder, s.tiedTokens);
   if (ties == TiePolicy::Break) {
@@ -172,6 +181,8 @@ void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& outpu
 #define TL_ESP_SLICE(T)                                                                                         \
   template T groundCost(T, double);                                                                             \
   template HardSlice hardSlice(const Vec<T>&, const Vec<T>&, const std::vector<RankCouplingEntry>&, TiePolicy); \
+  template HardSlice hardSliceFromOrders(const Vec<T>&, std::vector<int>, const Vec<T>&, std::vector<int>,         \
+                                         const std::vector<RankCouplingEntry>&, TiePolicy);                     \
   template T sliceCost(const HardSlice&, const Mat<T>&, const Mat<T>&, double);                                 \
   template void addSlicePlan(const HardSlice&, T, Mat<T>&, Eigen::Index);                                       \
   template void addSliceEntries(const HardSlice&, T, std::vector<PlanEntry<T>>&);                                                     \

@@ -35,6 +35,12 @@ struct HardSlice {
 template <class T>
 HardSlice hardSlice(const Vec<T>& queryProjection, const Vec<T>& keyProjection,
                     const std::vector<RankCouplingEntry>& coupling, TiePolicy ties);
+// The same slice from orders sorted elsewhere (the device's segmented sort, ops/esp/esp_device.h): they
+// must be the stable ascending orders of the projections, ties by token index, as hardSlice forms them.
+template <class T>
+HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> queryOrder,
+                              const Vec<T>& keyProjection, std::vector<int> keyOrder,
+                              const std::vector<RankCouplingEntry>& coupling, TiePolicy ties);
 
 // D_l = <C, U_l> = Σ_blocks mass/(|g_q||g_k|) Σ_{i∈g_q, j∈g_k} ‖q_i − k_j‖^p
 // (docs/operators/esp.md#definition, step 5).

@@ -136,19 +136,19 @@ TEST(Registry, BackendAxis) {
   }
   EXPECT_EQ(reg().familiesOn(Backend::Cpu).size(), reg().families().size());
   EXPECT_EQ(reg().familiesOn(Backend::Torch), (std::vector<std::string>{"softmax", "sinkhorn", "esp", "lot"}));
-  // Device paths exist for the dense log-domain families, LOT (two rectangular problems of the same kernels),
-  // ASAP (the closures as the transposed loop from its dual), banded (the band kernels) and diff (two softmax
-  // launches), in every build; the cuda backend is listed only where CUDA was built. The others say why they
-  // run on the CPU.
-  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "lot", "asap", "banded", "diff"};
+  // Device paths exist for the dense log-domain families, hard ESP (sorts and gathers), LOT (two rectangular
+  // problems of the same kernels), ASAP (the closures as the transposed loop from its dual), banded (the band
+  // kernels) and diff (two softmax launches), in every build; the cuda backend is listed only where CUDA was
+  // built. Parameters without kernels (ESP's soft sorting) say why they run on the CPU.
+  const std::vector<std::string> withKernels = {"softmax", "sinkhorn", "esp", "lot", "asap", "banded", "diff"};
   std::vector<std::string> withDevicePath;
   for (const auto& f : reg().families())
     if (f.devicePath) withDevicePath.push_back(f.name);
   EXPECT_EQ(withDevicePath, withKernels);
   EXPECT_EQ(reg().familiesOn(Backend::Cuda), cudaKernelsBuilt() ? withKernels : std::vector<std::string>{});
-  const auto esp = reg().create(reg().parse("esp"));
+  const auto esp = reg().create(reg().parse("esp:sort=soft"));
   ASSERT_TRUE(esp->cudaUnsupported().has_value());
-  EXPECT_NE(esp->cudaUnsupported()->find(cudaKernelsBuilt() ? "esp has no CUDA kernels" : "without CUDA"),
+  EXPECT_NE(esp->cudaUnsupported()->find(cudaKernelsBuilt() ? "sort=soft has no CUDA kernels" : "without CUDA"),
             std::string::npos);
   EXPECT_EQ(parseDeviceChoice("auto"), DeviceChoice::Auto);
   EXPECT_STREQ(deviceChoiceName(parseDeviceChoice("cuda")), "cuda");

@@ -1,0 +1,39 @@
+#pragma once
+// ESP's arithmetic shared by the GPU kernels (esp_kernels.h) and the CPU reference (core/ops/esp): under nvcc
+// for both sides, under g++ for the host alone (host_device.h).
+#include <cmath>
+
+#include "cuda/host_device.h"
+
+namespace tl::cuda {
+
+// s = x·θ as one FMA per feature in increasing order. Identical tokens get identical projections wherever
+// they sit (a blocked matrix product may round equal rows differently, which would split a tie group), and
+// the device's projections are the CPU's bit for bit, so both sort alike.
+template <class T>
+TL_HOST_DEVICE TL_FORCE_INLINE T espProjection(const T* x, const T* theta, int d) {
+  T s = T(0);
+  for (int c = 0; c < d; ++c) {
+#if defined(__CUDA_ARCH__)
+    s = __fmaf_rn(x[c], theta[c], s);  // the device runs float32 only
+#else
+    s = std::fma(x[c], theta[c], s);
+#endif
+  }
+  return s;
+}
+
+// C_ij = ‖q_i − k_j‖^p from ‖q_i − k_j‖², as the CPU's groundCost (ops/esp/esp_slice.h): p = 2 needs no root.
+TL_HOST_DEVICE TL_FORCE_INLINE float espGroundCost(float squaredDistance, float p) {
+#if defined(__CUDA_ARCH__)
+  if (p == 2.f) return squaredDistance;
+  if (p == 1.f) return ::sqrtf(squaredDistance);
+  return ::powf(squaredDistance, 0.5f * p);
+#else
+  if (p == 2.f) return squaredDistance;
+  if (p == 1.f) return std::sqrt(squaredDistance);
+  return std::pow(squaredDistance, 0.5f * p);
+#endif
+}
+
+}  // namespace tl::cuda
