@@ -12,7 +12,7 @@ namespace tl {
 #ifdef TL_HAVE_CUDA
 const DenseKernels& cudaDenseKernels() {
   static const DenseKernels kernels{cuda::sinkhornCuda, cuda::softmaxCuda, cuda::planFromDualsCuda,
-                                    cuda::bandedCuda, cuda::bandScoresCuda};
+                                    cuda::bandedCuda, cuda::bandScoresCuda, cuda::espSoftCuda};
   return kernels;
 }
 #else
@@ -29,7 +29,9 @@ const DenseKernels& cudaDenseKernels() {
          const cuda::CudaOptions&) -> cuda::CudaAttentionResult { notBuilt(); },
       [](const cuda::AttentionProblem&, const cuda::BandedCudaParams&, const cuda::CudaOptions&)
           -> cuda::BandedCudaResult { notBuilt(); },
-      [](const cuda::AttentionProblem&, long long, double) -> std::vector<float> { notBuilt(); }};
+      [](const cuda::AttentionProblem&, long long, double) -> std::vector<float> { notBuilt(); },
+      [](const cuda::EspSoftProblem&, const cuda::SliceCoefficients&, const std::function<bool()>&)
+          -> cuda::EspSoftCudaResult { notBuilt(); }};
   return kernels;
 }
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h) as values. Every family's
+// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/esp_soft_cuda.h) as values. Every family's
 // device path is written against them: on the product they are the GPU kernels (cudaDenseKernels), in the CPU
 // tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so each family's device
 // orchestration (mask modes, batching, scaling, results) is verified without a GPU.
@@ -8,6 +8,7 @@
 
 #include "cuda/attention_problem.h"
 #include "cuda/banded_cuda.h"
+#include "cuda/esp_soft_cuda.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl {
@@ -28,6 +29,10 @@ struct DenseKernels {
                                        const cuda::CudaOptions&)>
       banded;
   std::function<std::vector<float>(const cuda::AttentionProblem&, long long W, double eps)> bandScores;
+  // Soft ESP (cuda/esp_soft_cuda.h): the SoftSort slices' costs, then the plan from the slices' coefficients.
+  std::function<cuda::EspSoftCudaResult(const cuda::EspSoftProblem&, const cuda::SliceCoefficients&,
+                                        const std::function<bool()>& canceled)>
+      espSoft;
 };
 
 // The GPU's kernels (ops/cuda_kernels.cpp). In a build without CUDA each throws ResourceError saying so; the

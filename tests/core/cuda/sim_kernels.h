@@ -1,10 +1,11 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu) on the simulated device (sim_device.h),
+// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu, cuda/esp_soft.cu) on the simulated device (sim_device.h),
 // as ops/device_kernels.h takes them: every family's device path runs on it in the CPU tests.
 #include <vector>
 
 #include "cuda/band_run.h"
 #include "cuda/dense_run.h"
+#include "cuda/esp_soft_run.h"
 #include "cuda/sinkhorn_cuda.h"
 #include "ops/device_kernels.h"
 #include "sim_device.h"
@@ -42,6 +43,11 @@ inline const DenseKernels& simulatedKernels() {
         validateProblem(p, {}, "banded");
         SimDevice device;
         return runBandScores(device, p, W, eps);
+      },
+      [](const EspSoftProblem& p, const SliceCoefficients& coefficients, const std::function<bool()>& canceled) {
+        validateEspSoftProblem(p);
+        SimDevice device;
+        return runEspSoft(device, p, coefficients, canceled);
       }};
   return kernels;
 }
