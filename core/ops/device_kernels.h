@@ -1,8 +1,8 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/esp_soft_cuda.h) as values. Every family's
-// device path is written against them: on the product they are the GPU kernels (cudaDenseKernels), in the CPU
-// tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so each family's device
-// orchestration (mask modes, batching, scaling, results) is verified without a GPU.
+// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/esp_soft_cuda.h) as
+// values. Every family's device path is written against them: on the product they are the GPU kernels
+// (cudaDenseKernels), in the CPU tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so
+// each family's device orchestration (mask modes, batching, scaling, results) is verified without a GPU.
 #include <functional>
 #include <vector>
 

@@ -7,8 +7,8 @@
 //  tie counts, directions and marginal targets are the soft result's too), the projections and their sorts,
 //  the weights from the device's costs, the marginal sums and the distance to the hard plan from its O(L·n)
 //  stored entries.
-//  On the device: the SoftSort rows, D_l = <C, U_l>, the plan Σ_l n_q·w_l·U_l and O = A·V, slice by slice on
-//  the SoftSort bands, holding one n_q × n_k array (the plan).
+//  On the device: the SoftSort entries, D_l = <C, U_l>, the plan Σ_l n_q·w_l·U_l and O = A·V, slice by slice
+//  on the SoftSort bands, holding one n_q × n_k array (the plan; docs/cuda.md#soft-esp-on-the-device).
 // Padding (mask_mode=subsequence) takes the valid tokens only; padded rows and columns of the plan are 0.
 #include "common/attention_input.h"
 #include "common/feedback.h"

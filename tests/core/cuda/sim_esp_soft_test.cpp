@@ -188,7 +188,8 @@ TEST(EspSoftBands, TheScheduleSkipsNoTileAndNoEntryThatContributes) {
       return v;
     };
     const std::vector<float> sq = sortedValues(nq, 1), sk = sortedValues(nk, 2);
-    const cuda::SoftSortBands bq = cuda::softSortBands(sq.data(), nq, reach), bk = cuda::softSortBands(sk.data(), nk, reach);
+    const cuda::SoftSortBands bq = cuda::softSortBands(sq.data(), nq, reach);
+    const cuda::SoftSortBands bk = cuda::softSortBands(sk.data(), nk, reach);
     std::vector<int> ranks, keyRanks;
     for (const auto& e : rankCoupling(nq, nk, kind)) {
       ranks.push_back(e.r);
@@ -196,7 +197,9 @@ TEST(EspSoftBands, TheScheduleSkipsNoTileAndNoEntryThatContributes) {
     }
     const cuda::TileEntries tq = cuda::tileEntries(bq, ranks), tk = cuda::tileEntries(bk, keyRanks);
     const cuda::TileSchedule s = cuda::tileSchedule(tq, tk);
-    const auto inBand = [](const cuda::SoftSortBands& b, int r, int c) { return c >= b.lo[r] && c < b.lo[r] + b.len[r]; };
+    const auto inBand = [](const cuda::SoftSortBands& b, int r, int c) {
+      return c >= b.lo[size_t(r)] && c < b.lo[size_t(r)] + b.len[size_t(r)];
+    };
     int scheduled = 0;
     for (int A = 0; A * cuda::kEspTile < nq; ++A) {
       scheduled += s.keyCount[size_t(A)];

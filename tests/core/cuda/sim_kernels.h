@@ -1,6 +1,6 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu, cuda/esp_soft.cu) on the simulated device (sim_device.h),
-// as ops/device_kernels.h takes them: every family's device path runs on it in the CPU tests.
+// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu, cuda/esp_soft.cu) on the simulated
+// device (sim_device.h), as ops/device_kernels.h takes them: every family's device path runs on it in the CPU tests.
 #include <vector>
 
 #include "cuda/band_run.h"
