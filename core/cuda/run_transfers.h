@@ -111,9 +111,9 @@ DeviceOperands<Dev> uploadOperands(Dev& dev, const AttentionProblem& p, const Op
   return ops;
 }
 
-template <class Dev>
-typename Dev::template Buffer<float> uploadVector(Dev& dev, const std::vector<float>& host, const char* what) {
-  auto buf = dev.template alloc<float>(host.size(), what);
+template <class Dev, class T>
+typename Dev::template Buffer<T> uploadVector(Dev& dev, const std::vector<T>& host, const char* what) {
+  auto buf = dev.template alloc<T>(host.size(), what);
   dev.upload(buf, host.data(), host.size());
   return buf;
 }

@@ -14,7 +14,7 @@ namespace tl {
 const DenseKernels& cudaDenseKernels() {
   static const DenseKernels kernels{cuda::sinkhornCuda, cuda::softmaxCuda, cuda::planFromDualsCuda,
                                     cuda::bandedCuda, cuda::bandScoresCuda, cuda::lowRankMaximaCuda,
-                                    cuda::espCuda};
+                                    cuda::espCuda, cuda::espSoftCuda};
   return kernels;
 }
 #else
@@ -33,7 +33,9 @@ const DenseKernels& cudaDenseKernels() {
           -> cuda::BandedCudaResult { notBuilt(); },
       [](const cuda::AttentionProblem&, long long, double) -> std::vector<float> { notBuilt(); },
       [](const cuda::LowRankFactors&, int, int) -> std::vector<float> { notBuilt(); },
-      [](const cuda::EspCudaProblem&, const cuda::EspCudaOptions&) -> cuda::EspCudaResult { notBuilt(); }};
+      [](const cuda::EspCudaProblem&, const cuda::EspCudaOptions&) -> cuda::EspCudaResult { notBuilt(); },
+      [](const cuda::EspSoftProblem&, const cuda::SliceCoefficients&, const std::function<bool()>&)
+          -> cuda::EspSoftCudaResult { notBuilt(); }};
   return kernels;
 }
 #endif

@@ -1,8 +1,9 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/low_rank_cuda.h, cuda/esp_cuda.h) as values. Every family's
-// device path is written against them: on the product they are the GPU kernels (cudaDenseKernels), in the CPU
-// tests the same code runs on the simulated device (tests/core/cuda/sim_device.h), so each family's device
-// orchestration (mask modes, batching, scaling, results) is verified without a GPU.
+// The kernels' entry points (cuda/sinkhorn_cuda.h, cuda/softmax_cuda.h, cuda/banded_cuda.h, cuda/low_rank_cuda.h,
+// cuda/esp_cuda.h, cuda/esp_soft_cuda.h) as values. Every family's device path is written against them: on the
+// product they are the GPU kernels (cudaDenseKernels), in the CPU tests the same code runs on the simulated device
+// (tests/core/cuda/sim_device.h), so each family's device orchestration (mask modes, batching, scaling, results) is
+// verified without a GPU.
 #include <functional>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "cuda/banded_cuda.h"
 #include "cuda/low_rank_cuda.h"
 #include "cuda/esp_cuda.h"
+#include "cuda/esp_soft_cuda.h"
 #include "cuda/sinkhorn_cuda.h"
 
 namespace tl {
@@ -34,6 +36,10 @@ struct DenseKernels {
   std::function<std::vector<float>(const cuda::LowRankFactors&, int rows, int cols)> lowRankMaxima;
   // Hard ESP's sorted slices, costs and gathered output (cuda/esp_cuda.h); the simulated device sorts on the host.
   std::function<cuda::EspCudaResult(const cuda::EspCudaProblem&, const cuda::EspCudaOptions&)> esp;
+  // Soft ESP (cuda/esp_soft_cuda.h): the SoftSort slices' costs, then the plan from the slices' coefficients.
+  std::function<cuda::EspSoftCudaResult(const cuda::EspSoftProblem&, const cuda::SliceCoefficients&,
+                                        const std::function<bool()>& canceled)>
+      espSoft;
 };
 
 // The GPU's kernels (ops/cuda_kernels.cpp). In a build without CUDA each throws ResourceError saying so; the

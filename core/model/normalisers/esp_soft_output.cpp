@@ -15,6 +15,7 @@
 
 #include "common/argsort.h"
 #include "common/errors.h"
+#include "ops/esp/soft_sort.h"
 
 namespace tl {
 namespace {
@@ -26,14 +27,6 @@ template <class T>
 using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
 using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-
-// SoftSort entries whose logit −(s_c − s_r)²/t is below −logitFloor<T>() are left out of the band. Each
-// row's largest entry is exp(0) = 1 before normalisation, so what is left out is below n·e^−floor of the
-// row's mass: under T's rounding (epsilon) for any n up to 10^6. That is e^−30 in float32, e^−50 in float64.
-template <class T>
-T logitFloor() {
-  return std::log(T(1e6) / std::numeric_limits<T>::epsilon());
-}
 
 // Runs f(std::integral_constant<int, W>) with W = cols for the usual head widths, so that the per-entry row
 // operations below compile to a few vector registers; other widths run with W = Eigen::Dynamic. Per entry
@@ -83,7 +76,7 @@ class BandedSoftSort {
     sorted_.resize(n);
     for (int c = 0; c < n; ++c) sorted_[c] = values[order_[c]];
     temp_ = temp;
-    const T reach = std::sqrt(logitFloor<T>() * temp);  // |s_c − s_r| <= reach  <=>  logit >= −floor
+    const T reach = softSortReach(temp);  // |s_c − s_r| <= reach  <=>  logit >= −floor (ops/esp/soft_sort.h)
     lo_.resize(n);
     start_.resize(n + 1);
     start_[0] = 0;

@@ -180,11 +180,7 @@ template Mat<double> espLazyOutput(const AttentionInput<double>&, const EspParam
 
 void registerEsp(OperatorRegistry& registry) {
   CudaPath<EspParams> cuda;
-  cuda.run = espOnDevice;
-  cuda.unsupported = [](const EspParams& p) -> std::optional<std::string> {
-    if (p.sort == SortMode::Hard) return std::nullopt;
-    return std::string("esp sort=soft has no CUDA kernels yet; it runs on the CPU reference");
-  };
+  cuda.run = espOnDevice;  // both sort modes (esp_device.h)
   registry.add(familyInfo<EspParams>(
       {{"esp", "ESP (ESPFormer)",
         "expected sliced transport plan: per-slice sorted matchings averaged with weights softmax(−tau·D_l); "

@@ -6,6 +6,7 @@
 #include "ops/device_batches.h"
 #include "ops/esp/esp.h"
 #include "ops/esp/esp_result.h"
+#include "ops/esp/esp_soft_device.h"
 
 namespace tl {
 namespace {
@@ -107,6 +108,11 @@ std::vector<PlanResult<float>> espOnDevice(const AttentionBatch<float>& heads, c
                                            const DeviceRequest& request, const DenseKernels& kernels,
                                            Feedback& feedback) {
   params.check();
+  if (params.sort == SortMode::Soft) {  // SoftSort's dense plan, head by head (esp_soft_device.h)
+    std::vector<PlanResult<float>> soft;
+    for (const AttentionInput<float>& head : heads) soft.push_back(espSoftOnDevice(head, params, kernels, feedback));
+    return soft;
+  }
   std::vector<PlanResult<float>> results =
       runInDeviceBatches(heads, params.maskMode, [&](const AttentionBatch<float>& batch, const std::optional<Mask>&) {
         return espBatch(batch, params, request, kernels, feedback);

@@ -4,7 +4,8 @@
 // device; on the host the slice directions and the rank coupling (made as on the CPU; only the L×d
 // directions and Λ's O(n) entries travel), the weights (L per head), and the result's plan: the CPU's
 // SlicedPlan built from the device's sorted orders, O(L·n) per head (plus the sort of each slice's blocks),
-// never n_q × n_k unless the dense plan is requested. sort=soft stays on the CPU reference.
+// never n_q × n_k unless the dense plan is requested. sort=soft runs head by head on its own kernels
+// (esp_soft_device.h).
 #include <vector>
 
 #include "common/attention_input.h"

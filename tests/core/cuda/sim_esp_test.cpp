@@ -100,12 +100,5 @@ TEST(SimEsp, TheDensePlanIsFormedOnlyWhenAsked) {
   EXPECT_FALSE(expectMatchesCpu(in, p).plan.isDense());
 }
 
-TEST(SimEsp, SoftSortingHasNoDevicePath) {
-  const auto& registry = OperatorRegistry::builtin();
-  const auto soft = registry.create(registry.parse("esp:sort=soft"));
-  EXPECT_FALSE(soft->hasDevicePath());
-  EXPECT_TRUE(registry.create(registry.parse("esp"))->hasDevicePath());
-}
-
 }  // namespace
 }  // namespace tl

@@ -1,6 +1,7 @@
 #pragma once
-// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu, cuda/low_rank.cu, cuda/esp.cu) on the simulated device (sim_device.h),
-// as ops/device_kernels.h takes them: every family's device path runs on it in the CPU tests.
+// The kernels' entry points (cuda/sinkhorn.cu, cuda/softmax.cu, cuda/banded.cu, cuda/low_rank.cu, cuda/esp.cu,
+// cuda/esp_soft.cu) on the simulated device (sim_device.h), as ops/device_kernels.h takes them: every family's device
+// path runs on it in the CPU tests.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "cuda/dense_run.h"
 #include "cuda/low_rank_run.h"
 #include "cuda/esp_run.h"
+#include "cuda/esp_soft_run.h"
 #include "cuda/sinkhorn_cuda.h"
 #include "ops/device_kernels.h"
 #include "sim_device.h"
@@ -72,6 +74,11 @@ inline const DenseKernels& simulatedKernels() {
         validateEspProblem(p, o);
         SimDevice device;
         return runEsp(device, p, o);
+      },
+      [](const EspSoftProblem& p, const SliceCoefficients& coefficients, const std::function<bool()>& canceled) {
+        validateEspSoftProblem(p);
+        SimDevice device;
+        return runEspSoft(device, p, coefficients, canceled);
       }};
   return kernels;
 }
