@@ -111,13 +111,13 @@ std::string sourceKey(const SourceSpec& s) {
 // The Certificates view's report for a banded primary operator, reusing `cache` when only eps or the step
 // counts changed.
 std::shared_ptr<const BandedCertificateReport> certificatesFor(const Session& session, const AttentionInput<double>& input,
-                                                               ContractionCache* cache) {
+                                                               ContractionCache* cache, Feedback& feedback) {
   const BandedParams p = BandedParams::from(session.operators.front().params);
   const std::string key = sourceKey(session.source) + "|W=" + std::to_string(p.W) + "|tile=" + std::to_string(p.tile) +
                           "|dustbin=" + std::to_string(p.dustbin);
   const bool reuse = cache && cache->value && cache->key == key;
   auto report = std::make_shared<const BandedCertificateReport>(
-      bandedCertificateReport(input, p, reuse ? cache->value : nullptr));
+      bandedCertificateReport(input, p, reuse ? cache->value : nullptr, feedback));
   if (cache) *cache = {key, report->contraction};
   return report;
 }
@@ -143,7 +143,7 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
   // The Certificates view follows every banded run (the GUI shows all views; tlens render may select it).
   if (count > 0 && session.operators.front().family == "banded") {
     feedback.setProgress(1.0, "banded certificates");
-    r.certificates = certificatesFor(session, *r.input, contractionCache);
+    r.certificates = certificatesFor(session, *r.input, contractionCache, feedback);
   }
   if (r.model) swapIntoModel(r, feedback);
   if (std::find(session.views.begin(), session.views.end(), "rank_decay") != session.views.end()) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "data/random.h"
 #include "ops/banded/banded_tail.h"
 
@@ -181,7 +182,7 @@ std::vector<std::optional<double>> observedContraction(const AttentionInput<doub
 }
 
 BiasCertificate biasCertificate(const AttentionInput<double>& input, const BandedParams& params, const MatD& G,
-                                const std::vector<int>& tails, double tau) {
+                                const std::vector<int>& tails, double tau, Feedback& feedback) {
   if (!(tau > 0)) throw InvalidArgument("banded bias certificate: tau must be > 0 (got " + std::to_string(tau) + ")");
   if (tails.empty()) throw InvalidArgument("banded bias certificate: no tail depths given");
   for (int R : tails) {
@@ -207,9 +208,15 @@ BiasCertificate biasCertificate(const AttentionInput<double>& input, const Bande
   };
   BiasCertificate out;
   out.tau = tau;
-  for (int R : tails) {
+  out.rows.resize(tails.size());
+  // The depths share only the recorded iterates (read-only): one per core, each writing its own row.
+  parallelForEach(Eigen::Index(tails.size()), [&](Eigen::Index k) {
+    const int R = tails[size_t(k)];
+    feedback.throwIfCanceled();
     const auto surr = banded::pullBackOutput(sys, it, T, T + R);
+    feedback.throwIfCanceled();
     const auto cert = banded::pullBackState(sys, it, T, surr.etaU, surr.etaV);
+    feedback.throwIfCanceled();
     const auto full = banded::pullBackOutput(sys, it, 0, T + R);
     const auto gs = onTokens(surr, true), gc = onTokens(cert, false), gf = onTokens(full, true);
     BiasRow row;
@@ -222,8 +229,8 @@ BiasCertificate biasCertificate(const AttentionInput<double>& input, const Bande
       row.gapInf = std::max(row.gapInf, maxAbs(gap));
       row.residual = std::max(row.residual, maxAbs(x < 2 ? MatD(gap - gc[x]) : gap));
     }
-    out.rows.push_back(row);
-  }
+    out.rows[size_t(k)] = row;
+  });
   std::vector<BiasRow> byDepth = out.rows;
   std::sort(byDepth.begin(), byDepth.end(), [](const BiasRow& a, const BiasRow& b) { return a.R < b.R; });
   for (const BiasRow& row : byDepth)
@@ -243,7 +250,8 @@ MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols) {
 }
 
 BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params,
-                                                std::shared_ptr<const ContractionCertificates> contraction) {
+                                                std::shared_ptr<const ContractionCertificates> contraction,
+                                                Feedback& feedback) {
   BandedCertificateReport r;
   r.eps = params.eps;
   r.contraction = contraction ? std::move(contraction)
@@ -259,7 +267,9 @@ BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& in
   if (!input.V) r.biasNote = "no values (V) in this source: no bias certificate";
   else if (params.baseSteps == 0) r.biasNote = "base_steps = 0: nothing is stopped, the surrogate is exact";
   else if (visits > kReportBiasBudget) r.biasNote = "problem too large for the live bias certificate; use tlens certify";
-  else r.bias = biasCertificate(input, params, defaultLossWeights(input.Q.rows(), input.V->cols()), tails, 1e-5);
+  else
+    r.bias = biasCertificate(input, params, defaultLossWeights(input.Q.rows(), input.V->cols()), tails, 1e-5,
+                             feedback);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/attention_input.h"
+#include "common/feedback.h"
 #include "ops/banded/banded.h"
 
 namespace tl {
@@ -86,8 +87,9 @@ struct BiasCertificate {
   std::optional<int> selectedR;     // smallest R with ‖c_R‖∞ ≤ tau; empty: uncertified
 };
 // InvalidArgument for tau ≤ 0, an empty or negative tail list, R = 0 with base_steps = 0, or G not n_q × d_v.
+// The depths run in parallel; Canceled when `feedback` is cancelled (checked between pullbacks).
 BiasCertificate biasCertificate(const AttentionInput<double>& input, const BandedParams& params, const MatD& G,
-                                const std::vector<int>& tails, double tau);
+                                const std::vector<int>& tails, double tau, Feedback& feedback = noFeedback());
 
 // Everything the Certificates view shows for one banded run, computed together off the GUI thread. The bias
 // certificate uses the mean loss of the paper's synthetic setting, L = (1/(n_q·d_v)) Σ Z_ij·O_ij with fixed
@@ -105,8 +107,10 @@ struct BandedCertificateReport {
 constexpr double kReportBiasBudget = 1e8;
 MatD defaultLossWeights(Eigen::Index rows, Eigen::Index cols);  // Z/(rows·cols), Z ~ N(0, 1), seed 0
 // `contraction`, when given, must come from the same input, W, tile and dustbin; otherwise it is computed.
+// Canceled when `feedback` is cancelled (a newer slider value), so stale work stops early.
 BandedCertificateReport bandedCertificateReport(const AttentionInput<double>& input, const BandedParams& params,
-                                                std::shared_ptr<const ContractionCertificates> contraction = nullptr);
+                                                std::shared_ptr<const ContractionCertificates> contraction = nullptr,
+                                                Feedback& feedback = noFeedback());
 
 // The analytic ledger of Table 6 (and the storage of Table 5) for one head: each quantity under the direct
 // four-plan and the one-reference backward, in bytes (b = bytesPerFloat) except the first row, a count.

@@ -5,7 +5,8 @@
 // `tail_steps` raw tail is differentiated (the paper's Prop. 1; Prop. 2 for two tail steps) — or full
 // backpropagation through every base and tail step (the reference the bias certificate measures against).
 // Cost O((base_steps + tail_steps)·n·W·d) time; beyond the band scores the forward already holds, the
-// surrogate keeps O(tail_steps·n) vectors and full backpropagation O((base_steps + tail_steps)·n).
+// surrogate keeps O(tail_steps·n) vectors and full backpropagation O((base_steps + tail_steps)·n), each with one
+// band-shaped buffer for the score cotangent.
 #include "common/attention_input.h"
 #include "ops/banded/banded.h"
 

@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "ops/banded/banded_forward.h"
+#include "ops/log_domain.h"
 #include "ops/subsequence.h"
 
 namespace tl::banded {
@@ -22,8 +23,7 @@ Mat<T> withZeroRow(const Mat<T>& M) {
   return out;
 }
 
-// visit(i, j, X_ij) for every support entry of an active row, row by row: every pass of the backward walks
-// the band this way, so each is O(n·W) and keeps nothing of size n·W.
+// visit(i, j, X_ij) for every support entry of an active row, row by row (the one-reference tail's sweeps).
 template <class T, class Visit>
 void forEachSupportEntry(const System<T>& sys, Visit&& visit) {
   const BandScores<T>& X = *sys.X;
@@ -35,91 +35,111 @@ void forEachSupportEntry(const System<T>& sys, Visit&& visit) {
   }
 }
 
+// visit(i, b0, j0, width) for every active row: its support is the band slots [b0, b0 + width) = the columns
+// [j0, j0 + width). Every pass of the backward walks the band this way, a row segment at a time, so the exps
+// run as packets and the products with Q, K, V as small matrix products: O(n·W) each, nothing larger than the
+// band kept.
+template <class T, class Visit>
+void forEachSupportRow(const System<T>& sys, Visit&& visit) {
+  const BandScores<T>& X = *sys.X;
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    const Eigen::Index b0 = X.firstSlot(i), width = X.lastSlot(i) - b0 + 1;
+    if (sys.rows(i) && width > 0) visit(i, b0, i - X.halfWidth() + b0, width);
+  }
+}
+
+// exp(X_ij + a + c_j + shift) on row i's support segment, summed in that order (−inf gives exactly 0).
+template <class T>
+auto supportExp(const System<T>& sys, Eigen::Index i, Eigen::Index b0, Eigen::Index j0, Eigen::Index width, T a,
+                const Vec<T>& c, T shift = T(0)) {
+  return exactExp(sys.X->band().row(i).segment(b0, width).array() + a + c.segment(j0, width).transpose().array() +
+                  shift);
+}
+
 // exp(a − b) on active tokens, 0 on inactive ones (where both are −inf).
 template <class T>
 Vec<T> ratio(const Vec<T>& a, const Vec<T>& b, const Mask& active) {
   return active.select((a - b).array().exp(), T(0)).matrix();
 }
 
-// The output sweep at plan P = exp(X + u ⊕ v): g_u = (P ⊙ Z)1, g_v = (P ⊙ Z)ᵀ1 with Z_ij = ⟨G_i, V_j⟩, and
-// dV = Pᵀ G.
 template <class T>
-void outputSweep(const System<T>& sys, const Vec<T>& u, const Vec<T>& v, Pullback<T>& pb) {
+using RowArray = Eigen::Array<T, 1, Eigen::Dynamic>;
+
+// The output sweep at plan P = exp(X + u ⊕ v): g_u = (P ⊙ Z)1, g_v = (P ⊙ Z)ᵀ1 with Z_ij = ⟨G_i, V_j⟩, and
+// dV = Pᵀ G. Returns P ⊙ Z in band layout: the output term of S̄ (eq. (7)), which every pullback starts from.
+template <class T>
+Mat<T> outputSweep(const System<T>& sys, const Vec<T>& u, const Vec<T>& v, Pullback<T>& pb) {
   pb.gu = Vec<T>::Zero(sys.Q.rows());
   pb.gv = Vec<T>::Zero(sys.K.rows());
   pb.dV = Mat<T>::Zero(sys.K.rows(), sys.V.cols());
-  forEachSupportEntry(sys, [&](Eigen::Index i, Eigen::Index j, T x) {
-    const T p = std::exp(x + u(i) + v(j));
-    const T pz = p * sys.G.row(i).dot(sys.V.row(j));
-    pb.gu(i) += pz;
-    pb.gv(j) += pz;
-    pb.dV.row(j) += p * sys.G.row(i);
+  Mat<T> pz = Mat<T>::Zero(sys.X->band().rows(), sys.X->band().cols());
+  RowArray<T> p(pz.cols());
+  forEachSupportRow(sys, [&](Eigen::Index i, Eigen::Index b0, Eigen::Index j0, Eigen::Index width) {
+    p.head(width) = supportExp(sys, i, b0, j0, width, u(i), v);
+    auto row = pz.row(i).segment(b0, width);
+    row.noalias() = sys.G.row(i) * sys.V.middleRows(j0, width).transpose();  // Z_ij
+    row.array() *= p.head(width);
+    pb.gu(i) += row.sum();
+    pb.gv.segment(j0, width) += row.transpose();
+    pb.dV.middleRows(j0, width).noalias() += p.head(width).matrix().transpose() * sys.G.row(i);
   });
+  return pz;
 }
 
-// dQ = c_s·S̄K and dK = c_s·S̄ᵀQ, with S̄_ij = scoreCotangent(i, j, X_ij) computed once per support entry.
-template <class T, class ScoreCotangent>
-void scoreSweep(const System<T>& sys, ScoreCotangent&& sbar, Pullback<T>& pb) {
+// dQ = c_s·S̄K and dK = c_s·S̄ᵀQ, with S̄ in band layout.
+template <class T>
+void scoreSweep(const System<T>& sys, const Mat<T>& sbar, Pullback<T>& pb) {
   pb.dQ = Mat<T>::Zero(sys.Q.rows(), sys.Q.cols());
   pb.dK = Mat<T>::Zero(sys.K.rows(), sys.K.cols());
-  forEachSupportEntry(sys, [&](Eigen::Index i, Eigen::Index j, T x) {
-    const T s = sys.scoreScale * sbar(i, j, x);
-    pb.dQ.row(i) += s * sys.K.row(j);
-    pb.dK.row(j) += s * sys.Q.row(i);
+  Eigen::Matrix<T, 1, Eigen::Dynamic> s(sbar.cols());
+  forEachSupportRow(sys, [&](Eigen::Index i, Eigen::Index b0, Eigen::Index j0, Eigen::Index width) {
+    s.head(width) = sys.scoreScale * sbar.row(i).segment(b0, width);
+    pb.dQ.row(i).noalias() += s.head(width) * sys.K.middleRows(j0, width);
+    pb.dK.middleRows(j0, width).noalias() += s.head(width).transpose() * sys.Q.row(i);
   });
 }
 
 // Prop. 1 (docs/operators/banded.md#gradients), every plan formed from its own potentials. Seeds: ubarTop,
-// vbarTop on (u[last], v[last]); with `output`, S̄ also holds P^(last,last) ⊙ Z.
+// vbarTop on (u[last], v[last]); sbar holds the output term of S̄ (P^(last,last) ⊙ Z, or 0 for a state
+// pullback), to which the step terms are added while the recursion forms each plan, so no plan is formed twice.
 template <class T>
-Pullback<T> pullBackDirect(const System<T>& sys, const Iterates<T>& it, int first, int last, bool output,
+Pullback<T> pullBackDirect(const System<T>& sys, const Iterates<T>& it, int first, int last, Mat<T> sbar,
                            Pullback<T> pb, const Vec<T>& ubarTop, const Vec<T>& vbarTop) {
   const Eigen::Index nq = sys.Q.rows(), nk = sys.K.rows();
-  // ubar[t], vbar[t] for t in (first, last], and vbar[first] = η_v.
-  std::vector<Vec<T>> ubar(size_t(last + 1)), vbar(size_t(last + 1));
-  vbar[size_t(last)] = vbarTop;
+  RowArray<T> p(sbar.cols());
+  Vec<T> vb = vbarTop;  // vbar^(t), ending as vbar^(first) = η_v
   for (int t = last; t > first; --t) {
     const Vec<T>& ut = it.u[size_t(t)];
     const Vec<T>& vt = it.v[size_t(t)];
     const Vec<T>& vPrev = it.v[size_t(t - 1)];
     const T mt = it.m[size_t(t)];
     Vec<T> ub = t == last ? ubarTop : Vec<T>::Zero(nq);  // eq. (4) / (6): ubar^(t) −= P^(t,t) vbar^(t)
-    Vec<T> vbPrev = Vec<T>::Zero(nk);
-    const Vec<T>& vb = vbar[size_t(t)];
-    forEachSupportEntry(sys, [&](Eigen::Index i, Eigen::Index j, T x) { ub(i) -= std::exp(x + ut(i) + vt(j)) * vb(j); });
-    // eq. (5): vbar^(t−1) = −P^(t,t−1)ᵀ ubar^(t), with the raw mixed plan exp(m_t)·exp(X + u[t] ⊕ v[t−1])
-    forEachSupportEntry(sys, [&](Eigen::Index i, Eigen::Index j, T x) {
-      vbPrev(j) -= std::exp(x + ut(i) + vPrev(j) + mt) * ub(i);
+    forEachSupportRow(sys, [&](Eigen::Index i, Eigen::Index b0, Eigen::Index j0, Eigen::Index width) {
+      p.head(width) = supportExp(sys, i, b0, j0, width, ut(i), vt) * vb.segment(j0, width).transpose().array();
+      ub(i) -= p.head(width).sum();
+      sbar.row(i).segment(b0, width).array() -= p.head(width);
     });
-    ubar[size_t(t)] = std::move(ub);
-    vbar[size_t(t - 1)] = std::move(vbPrev);
+    // eq. (5): vbar^(t−1) = −P^(t,t−1)ᵀ ubar^(t), with the raw mixed plan exp(m_t)·exp(X + u[t] ⊕ v[t−1])
+    Vec<T> vbPrev = Vec<T>::Zero(nk);
+    forEachSupportRow(sys, [&](Eigen::Index i, Eigen::Index b0, Eigen::Index j0, Eigen::Index width) {
+      p.head(width) = ub(i) * supportExp(sys, i, b0, j0, width, ut(i), vPrev, mt);
+      vbPrev.segment(j0, width) -= p.head(width).matrix().transpose();
+      sbar.row(i).segment(b0, width).array() -= p.head(width);
+    });
+    vb = std::move(vbPrev);
   }
   pb.etaU = last == first ? ubarTop : Vec<T>::Zero(nq);  // u[first] enters only when no step follows it
-  pb.etaV = vbar[size_t(first)];
-
-  const Vec<T>& uL = it.u[size_t(last)];
-  const Vec<T>& vL = it.v[size_t(last)];
-  // eq. (7)
-  scoreSweep(
-      sys,
-      [&](Eigen::Index i, Eigen::Index j, T x) {
-        T s = output ? std::exp(x + uL(i) + vL(j)) * sys.G.row(i).dot(sys.V.row(j)) : T(0);
-        for (int t = first + 1; t <= last; ++t) {
-          const T ui = it.u[size_t(t)](i);
-          s -= std::exp(x + ui + it.v[size_t(t)](j)) * vbar[size_t(t)](j) +
-               std::exp(x + ui + it.v[size_t(t - 1)](j) + it.m[size_t(t)]) * ubar[size_t(t)](i);
-        }
-        return s;
-      },
-      pb);
+  pb.etaV = std::move(vb);
+  scoreSweep(sys, sbar, pb);  // eq. (7)
   return pb;
 }
 
 // Prop. 2: two tail steps from the one reference plan P = P^(2,2); the other three staircase plans are P
 // rescaled by α_i = e^{u1−u2}, β_j = e^{v1−v2}, δ_j = e^{v0−v2} (with the ledger factors e^{m}, 1 on a raw
-// tail). Seeds come from the output sweep.
+// tail). Seeds come from the output sweep, whose P ⊙ Z (`sbar`) is the output term of S̄.
 template <class T>
-Pullback<T> pullBackOneReference(const System<T>& sys, const Iterates<T>& it, int first, Pullback<T> pb) {
+Pullback<T> pullBackOneReference(const System<T>& sys, const Iterates<T>& it, int first, Mat<T> sbar,
+                                 Pullback<T> pb) {
   const Eigen::Index nq = sys.Q.rows(), nk = sys.K.rows();
   const Vec<T>& v0 = it.v[size_t(first)];
   const Vec<T>& u1 = it.u[size_t(first + 1)];
@@ -148,13 +168,11 @@ Pullback<T> pullBackOneReference(const System<T>& sys, const Iterates<T>& it, in
   pb.etaV = etaV.cwiseProduct(delta10);
   pb.etaU = Vec<T>::Zero(nq);
 
-  scoreSweep(
-      sys,
-      [&](Eigen::Index i, Eigen::Index j, T x) {
-        const T z = sys.G.row(i).dot(sys.V.row(j));
-        return P(i, j, x) * (z - vbar2(j) - beta21(j) * ubar2(i) - alpha(i) * bvb1(j) - aub1(i) * delta10(j));
-      },
-      pb);
+  const Eigen::Index W = sys.X->halfWidth();
+  forEachSupportEntry(sys, [&](Eigen::Index i, Eigen::Index j, T x) {
+    sbar(i, j - i + W) -= P(i, j, x) * (vbar2(j) + beta21(j) * ubar2(i) + alpha(i) * bvb1(j) + aub1(i) * delta10(j));
+  });
+  scoreSweep(sys, sbar, pb);
   return pb;
 }
 
@@ -226,13 +244,13 @@ Pullback<T> pullBackOutput(const System<T>& sys, const Iterates<T>& it, int firs
                            BandedTailSchedule schedule) {
   if (sys.V.size() == 0 || sys.G.size() == 0) throw InvalidArgument("banded gradients need V and G");
   Pullback<T> pb;
-  outputSweep(sys, it.u[size_t(last)], it.v[size_t(last)], pb);
+  Mat<T> sbar = outputSweep(sys, it.u[size_t(last)], it.v[size_t(last)], pb);
   if (schedule == BandedTailSchedule::OneReference) {
     if (last - first != 2) throw InvalidArgument("banded: the one-reference schedule needs tail_steps = 2");
-    return pullBackOneReference(sys, it, first, std::move(pb));
+    return pullBackOneReference(sys, it, first, std::move(sbar), std::move(pb));
   }
   const Vec<T> gu = pb.gu, gv = pb.gv;
-  return pullBackDirect(sys, it, first, last, true, std::move(pb), gu, gv);
+  return pullBackDirect(sys, it, first, last, std::move(sbar), std::move(pb), gu, gv);
 }
 
 template <class T>
@@ -240,7 +258,8 @@ Pullback<T> pullBackState(const System<T>& sys, const Iterates<T>& it, int last,
                           const Vec<T>& seedV) {
   Pullback<T> pb;
   pb.dV = Mat<T>::Zero(sys.K.rows(), sys.V.cols());
-  return pullBackDirect(sys, it, 0, last, false, std::move(pb), seedU, seedV);
+  return pullBackDirect(sys, it, 0, last, Mat<T>(Mat<T>::Zero(sys.X->band().rows(), sys.X->band().cols())),
+                        std::move(pb), seedU, seedV);
 }
 
 template <class T>

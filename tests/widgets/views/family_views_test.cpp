@@ -228,6 +228,13 @@ TEST_F(FamilyViewsTest, CertificatesViewFollowsEpsAndEqualsTheCore) {
     const BiasCertificate bias = biasCertificate(*r->input, p, defaultLossWeights(48, r->input->V->cols()), {0, 1, 2, 4},
                                                  view->tau());
     EXPECT_EQ(view->selectedDepth(), bias.selectedR);
+    // The live bias rows (the Engine computes them in parallel over the depths) show the core's numbers.
+    ASSERT_EQ(bias.rows.size(), 4u);
+    for (const BiasRow& row : bias.rows) {
+      const QString shown = QString::asprintf("%2d  %9.3e  %9.3e  %9.3e", row.R, row.etaNorm2, row.cInf, row.gapInf);
+      EXPECT_NE(view->biasText().indexOf(shown), -1)
+          << shown.toStdString() << " not in\n" << view->biasText().toStdString();
+    }
   };
   ASSERT_TRUE(show(1.0));
   check(1.0);

@@ -133,6 +133,21 @@ TEST(BiasCertificate, RefusesBadArguments) {
       [&] { biasCertificate(in, bandedParams(2, 3, 2), MatD(G.leftCols(2)), {1}, 1e-5); }, {"G is 10×2"}));
 }
 
+// A newer slider value cancels the live report: the certificate stops with Canceled instead of finishing
+// stale work, and the same call without cancellation gives the rows in the order of the tail list whatever the
+// number of threads computing them.
+TEST(BiasCertificate, StopsWhenCanceledAndKeepsTheOrderOfTheTails) {
+  const auto in = bandedInput(30, 30, 4, 3, 270);
+  const MatD G = gaussian(30, 3, 273);
+  Feedback canceled;
+  canceled.cancel();
+  EXPECT_THROW(biasCertificate(in, bandedParams(5, 6, 2), G, {0, 1, 2, 4}, 1e-5, canceled), Canceled);
+  EXPECT_THROW(bandedCertificateReport(in, bandedParams(5, 6, 2), nullptr, canceled), Canceled);
+  const auto cert = biasCertificate(in, bandedParams(5, 6, 2), G, {4, 0, 2, 1}, 1e-5);
+  ASSERT_EQ(cert.rows.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(cert.rows[k].R, std::vector<int>({4, 0, 2, 1})[k]);
+}
+
 // Oracle 12.
 TEST(ProjectiveCertificate, FastDiameterEqualsBruteForceAndHasTheSymmetries) {
   for (uint64_t seed = 0; seed < 20; ++seed) {
