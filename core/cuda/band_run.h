@@ -64,10 +64,8 @@ class BandRun {
 
   // Checks the memory and converts q and k (and v for a loop) into padded float32 operands.
   void upload(bool band) {
-    const MemoryEstimate need = bandMemory(L_, p_, options_, band);
-    const double free = dev_.freeBytes();
-    const std::string path = band ? "banded band of scores" : "banded fused output path";
-    if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(path, need, L_.batch, L_.nq, L_.nk, free));
+    requireDeviceMemory(dev_, bandMemory(L_, p_, options_, band),
+                        band ? "banded band of scores" : "banded fused output path", L_.batch, L_.nq, L_.nk);
     DeviceOperands<Dev> operands = uploadOperands(dev_, p_, L_, L_.dv && L_.steps, false, "banded");
     qT_ = std::move(operands.qT);
     kT_ = std::move(operands.kT);
@@ -81,7 +79,7 @@ class BandRun {
                                scoreScale_, band.data()};
     dev_.template launch<BandScoresKernel>("BandScoresKernel", BandScoresKernel::grid(a), a);
     dev_.finish();
-    return download(band);
+    return downloadVector(dev_, band);
   }
 
   // The loop's buffers (after upload(false)); `baseSteps` of the budget are centred.
@@ -137,7 +135,7 @@ class BandRun {
     r.rowSums = finalSums(true);
     r.colSums = finalSums(false);
     collectDuals(r);
-    if (L_.dv) r.output = download(output_);
+    if (L_.dv) r.output = downloadVector(dev_, output_);
     return r;
   }
 
@@ -191,8 +189,8 @@ class BandRun {
   std::vector<float> finalSums(bool rows) {
     const int n = rows ? L_.nq : L_.nk;
     const long long ld = rows ? L_.ldQ : L_.ldK;
-    const std::vector<float> states = download(rows ? states_ : colStates_);
-    const std::vector<float> potential = download(rows ? ut_ : vt_);
+    const std::vector<float> states = downloadVector(dev_, rows ? states_ : colStates_);
+    const std::vector<float> potential = downloadVector(dev_, rows ? ut_ : vt_);
     std::vector<float> sums(size_t(L_.batch) * n);
     for (long long b = 0; b < L_.batch; ++b)
       for (long long i = 0; i < n; ++i) {
@@ -206,7 +204,7 @@ class BandRun {
   // (ut + G, vt − G) with G the centring shifts so far, as core/ops/sinkhorn/sinkhorn_loop.h writes them.
   void collectDuals(BandedCudaResult& r) {
     r.steps = L_.steps;
-    const std::vector<float> shifts = download(shifts_);
+    const std::vector<float> shifts = downloadVector(dev_, shifts_);
     const int count = shiftCount(), baseSteps = baseSteps_;
     // gauge[b][t]: the accumulated shift after single normalisation t (0 before any).
     std::vector<float> gauge(size_t(L_.batch) * (L_.steps + 1), 0.f);
@@ -221,8 +219,8 @@ class BandRun {
     r.v = rawDuals(vt_, L_.nk, L_.ldK, gaugeAfter, -1.f);
     if (uHistory_.size()) {
       // The close kernel wrote each side's row at its own half-step, in the gauge before that step's centring.
-      r.uHistory = download(uHistory_);
-      r.vHistory = download(vHistory_);
+      r.uHistory = downloadVector(dev_, uHistory_);
+      r.vHistory = downloadVector(dev_, vHistory_);
       for (long long b = 0; b < L_.batch; ++b)
         for (int t = 1; t <= L_.steps; ++t) {
           const bool rows = t % 2 == 1;
@@ -236,26 +234,19 @@ class BandRun {
       fillUnchangedHistoryRows(r, L_.batch, L_.steps, L_.nq, L_.nk,
                                [&](long long, int j) { return isNegInf(p_.logNu[size_t(j)]) ? negInf() : 0.f; });
     }
-    if (errors_.size()) r.errorHistory = stepErrors(download(errors_));
+    if (errors_.size()) r.errorHistory = stepErrors(downloadVector(dev_, errors_));
   }
 
   template <class Gauge>
   std::vector<float> rawDuals(const Buffer<float>& potential, int n, long long ld, const Gauge& gaugeAfter,
                               float sign) {
-    const std::vector<float> padded = download(potential);
+    const std::vector<float> padded = downloadVector(dev_, potential);
     std::vector<float> out(size_t(L_.batch) * n);
     const float eps = float(eps_);
     for (long long b = 0; b < L_.batch; ++b)
       for (long long i = 0; i < n; ++i)
         out[size_t(b * n + i)] = eps * (padded[size_t(b * ld + i)] + sign * gaugeAfter(b, L_.steps));
     return out;
-  }
-
-  template <class T>
-  std::vector<T> download(const Buffer<T>& buf) {
-    std::vector<T> host(buf.size());
-    dev_.download(host.data(), buf, buf.size());
-    return host;
   }
 
   Dev& dev_;

@@ -100,9 +100,7 @@ class DenseRun {
 
   // Checks the memory, converts the inputs into padded float32 operands, uploads marginals and targets.
   void upload() {
-    const MemoryEstimate need = denseMemory(L_, p_, options_);
-    const double free = dev_.freeBytes();
-    if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(pathName(), need, L_.batch, L_.nq, L_.nk, free));
+    requireDeviceMemory(dev_, denseMemory(L_, p_, options_), pathName(), L_.batch, L_.nq, L_.nk);
 
     DeviceOperands<Dev> operands = uploadOperands(dev_, p_, L_, L_.dv > 0, options_.tf32, spec_.family);
     qT_ = std::move(operands.qT);

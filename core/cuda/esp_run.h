@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/cuda_error.h"
 #include "cuda/esp_cuda.h"
 #include "cuda/esp_kernels.h"
 #include "cuda/launch_config.h"
+#include "cuda/run_transfers.h"
 
 namespace tl::cuda {
 
@@ -41,19 +41,16 @@ class EspRun {
       : dev_(dev), p_(problem), options_(options), segments_((long long)problem.batch * problem.L) {}
 
   void upload() {
-    const MemoryEstimate need = espMemory(p_);
-    const double free = dev_.freeBytes();
-    if (need.total() > 0.95 * free)
-      throw CudaError(outOfMemoryMessage("ESP sorted output path", need, p_.batch, p_.nq, p_.nk, free));
-    q_ = uploaded(p_.q, size_t(p_.batch) * p_.nq * p_.d, "q");
-    k_ = uploaded(p_.k, size_t(p_.batch) * p_.nk * p_.d, "k");
-    if (p_.dv) v_ = uploaded(p_.v, size_t(p_.batch) * p_.nk * p_.dv, "v");
-    theta_ = uploaded(p_.directions, size_t(p_.L) * p_.d, "slice directions");
+    requireDeviceMemory(dev_, espMemory(p_), "ESP sorted output path", p_.batch, p_.nq, p_.nk);
+    q_ = uploadArray(dev_, p_.q, size_t(p_.batch) * p_.nq * p_.d, "q");
+    k_ = uploadArray(dev_, p_.k, size_t(p_.batch) * p_.nk * p_.d, "k");
+    if (p_.dv) v_ = uploadArray(dev_, p_.v, size_t(p_.batch) * p_.nk * p_.dv, "v");
+    theta_ = uploadArray(dev_, p_.directions, size_t(p_.L) * p_.d, "slice directions");
     queries_ = Side(dev_, segments_, p_.nq);
     keys_ = Side(dev_, segments_, p_.nk);
-    coupling_ = uploaded(p_.coupling.data(), p_.coupling.size(), "rank coupling");
+    coupling_ = uploadVector(dev_, p_.coupling, "rank coupling");
     const std::vector<int> starts = rowStarts();
-    rowStart_ = uploaded(starts.data(), starts.size(), "rank coupling");
+    rowStart_ = uploadVector(dev_, starts, "rank coupling");
     mass_ = dev_.template alloc<float>(size_t(segments_) * p_.coupling.size(), "block masses");
     rank_ = dev_.template alloc<int>(size_t(segments_) * p_.nq, "query ranks");
     costs_ = dev_.template alloc<float>(size_t(segments_), "slice costs");
@@ -85,12 +82,12 @@ class EspRun {
     dev_.finish();
     EspCudaResult r = std::move(result_);
     if (options_.orders) {
-      r.queryValues = download(queries_.sortedKeys);
-      r.keyValues = download(keys_.sortedKeys);
-      r.queryOrder = download(queries_.order);
-      r.keyOrder = download(keys_.order);
+      r.queryValues = downloadVector(dev_, queries_.sortedKeys);
+      r.keyValues = downloadVector(dev_, keys_.sortedKeys);
+      r.queryOrder = downloadVector(dev_, queries_.order);
+      r.keyOrder = downloadVector(dev_, keys_.order);
     }
-    if (p_.dv) r.output = download(output_);
+    if (p_.dv) r.output = downloadVector(dev_, output_);
     return r;
   }
 
@@ -110,18 +107,6 @@ class EspRun {
           end(dev.template alloc<int>(size_t(segments) * n, "tie groups")) {}
   };
 
-  template <class T>
-  Buffer<T> uploaded(const T* host, size_t count, const char* what) {
-    Buffer<T> b = dev_.template alloc<T>(count, what);
-    dev_.upload(b, host, count);
-    return b;
-  }
-  template <class T>
-  std::vector<T> download(const Buffer<T>& b) {
-    std::vector<T> host(b.size());
-    dev_.download(host.data(), b, host.size());
-    return host;
-  }
 
   // Projects, sorts and groups one side; `rank`: where its tokens sit in each order (queries only).
   void sortSide(const Buffer<float>& x, int n, Side& side, int* rank) {
@@ -148,7 +133,7 @@ class EspRun {
 
   // w per item from its costs (host), then share_l = n_q·w_l on the device.
   void shareWeights() {
-    result_.costs = download(costs_);
+    result_.costs = downloadVector(dev_, costs_);
     result_.weights.clear();
     std::vector<float> shares;
     for (int item = 0; item < p_.batch; ++item) {

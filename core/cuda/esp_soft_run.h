@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_error.h"
 #include "cuda/esp_soft_bands.h"
 #include "cuda/esp_soft_cuda.h"
 #include "cuda/esp_soft_kernels.h"
@@ -68,11 +67,9 @@ class EspSoftRun {
   EspSoftRun(Dev& dev, const EspSoftProblem& problem) : dev_(dev), p_(problem), layouts_(softSliceLayouts(problem)) {}
 
   EspSoftCudaResult run(const SliceCoefficients& coefficients, const std::function<bool()>& canceled) {
-    const MemoryEstimate need = espSoftMemory(p_, layouts_);
-    if (need.total() > 0.95 * dev_.freeBytes())
-      throw CudaError(outOfMemoryMessage("soft ESP plan path", need, 1, p_.nq, p_.nk, dev_.freeBytes()));
-    q_ = uploadVector(dev_, std::vector<float>(p_.q, p_.q + size_t(p_.nq) * p_.d), "q");
-    k_ = uploadVector(dev_, std::vector<float>(p_.k, p_.k + size_t(p_.nk) * p_.d), "k");
+    requireDeviceMemory(dev_, espSoftMemory(p_, layouts_), "soft ESP plan path", 1, p_.nq, p_.nk);
+    q_ = uploadArray(dev_, p_.q, size_t(p_.nq) * p_.d, "q");
+    k_ = uploadArray(dev_, p_.k, size_t(p_.nk) * p_.d, "k");
     rank_ = uploadVector(dev_, p_.couplingRank, "rank coupling");
     keyRank_ = uploadVector(dev_, p_.couplingKeyRank, "rank coupling");
     mass_ = uploadVector(dev_, p_.couplingMass, "rank coupling");

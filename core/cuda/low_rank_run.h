@@ -1,14 +1,13 @@
 #pragma once
 // The low-rank maxima run as a template over the device (like dense_run.h): the GPU (CudaDevice, low_rank.cu)
 // and, in the CPU tests, the simulated device run the same uploads, launch and download.
-#include <string>
 #include <vector>
 
 #include "common/errors.h"
-#include "cuda/cuda_error.h"
 #include "cuda/launch_config.h"
 #include "cuda/low_rank_cuda.h"
 #include "cuda/low_rank_kernels.h"
+#include "cuda/run_transfers.h"
 
 namespace tl::cuda {
 
@@ -28,19 +27,14 @@ std::vector<float> runLowRankMaxima(Dev& dev, const LowRankFactors& a, int rows,
   const size_t cells = size_t(rows) * size_t(cols);
   MemoryEstimate need;
   need.items = {{"factors", double(fCount + gCount) * sizeof(float)}, {"display tiles", double(cells) * sizeof(float)}};
-  const double free = dev.freeBytes();
-  if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage("low-rank display tiles", need, 1, a.nq, a.nk, free));
-  auto f = dev.template alloc<float>(fCount, "factors");
-  auto gT = dev.template alloc<float>(gCount, "factors");
+  requireDeviceMemory(dev, need, "low-rank display tiles", 1, a.nq, a.nk);
+  auto f = uploadArray(dev, a.f, fCount, "factors");
+  auto gT = uploadArray(dev, a.gT, gCount, "factors");
   auto max = dev.template alloc<float>(cells, "display tiles");
-  dev.upload(f, a.f, fCount);
-  dev.upload(gT, a.gT, gCount);
   const LowRankMaxKernel::Params p{f.data(), gT.data(), a.nq, a.nk, a.r, rows, cols, max.data()};
   dev.template launch<LowRankMaxKernel>("LowRankMaxKernel", LowRankMaxKernel::grid(p), p);
   dev.finish();
-  std::vector<float> out(cells);
-  dev.download(out.data(), max, cells);
-  return out;
+  return downloadVector(dev, max);
 }
 
 }  // namespace tl::cuda

@@ -6,10 +6,12 @@
 // histories' rows that the close kernels leave unwritten.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cuda/attention_problem.h"
+#include "cuda/cuda_error.h"
 #include "cuda/convert_kernels.h"
 #include "cuda/dense_kernels.h"
 #include "cuda/half_step.h"
@@ -111,11 +113,35 @@ DeviceOperands<Dev> uploadOperands(Dev& dev, const AttentionProblem& p, const Op
   return ops;
 }
 
+// Before a run allocates anything: CudaError with the estimate's items when it needs more than 95 % of the
+// device's free memory (the rest is the allocator's and the kernels' own).
+template <class Dev>
+void requireDeviceMemory(Dev& dev, const MemoryEstimate& need, const std::string& path, long long batch, long long nq,
+                         long long nk) {
+  const double free = dev.freeBytes();
+  if (need.total() > 0.95 * free) throw CudaError(outOfMemoryMessage(path, need, batch, nq, nk, free));
+}
+
+// `count` host values in a new device buffer.
+template <class Dev, class T>
+typename Dev::template Buffer<T> uploadArray(Dev& dev, const T* host, size_t count, const char* what) {
+  auto buf = dev.template alloc<T>(count, what);
+  dev.upload(buf, host, count);
+  return buf;
+}
+
 template <class Dev, class T>
 typename Dev::template Buffer<T> uploadVector(Dev& dev, const std::vector<T>& host, const char* what) {
-  auto buf = dev.template alloc<T>(host.size(), what);
-  dev.upload(buf, host.data(), host.size());
-  return buf;
+  return uploadArray(dev, host.data(), host.size(), what);
+}
+
+// A whole device buffer on the host.
+template <class Dev, class Buffer>
+auto downloadVector(Dev& dev, const Buffer& buf) {
+  using T = std::remove_pointer_t<decltype(buf.data())>;  // the buffers' data() is T*
+  std::vector<T> host(buf.size());
+  dev.download(host.data(), buf, host.size());
+  return host;
 }
 
 // The attention-scale targets of a side's log marginal (half_step.h marginalTarget).
