@@ -86,7 +86,8 @@ struct DeviceBench {
 // Hard ESP's problem for the benchmark, made on the host as for a run (ops/esp/esp_device.h).
 cuda::BenchTiming benchEsp(const OperatorSpec& op, const cuda::BenchShape& shape, int repeats) {
   const EspParams p = EspParams::from(op.params);
-  if (p.sort != SortMode::Hard) throw InvalidArgument("bench --device cuda: esp runs on the GPU with sort=hard only");
+  if (p.sort != SortMode::Hard)
+    throw InvalidArgument("bench --device cuda: times esp with sort=hard only (the soft path has no benchmark yet)");
   const MatF theta = sliceDirections(p.slices, shape.d).cast<float>();
   cuda::EspCudaProblem problem = espDeviceProblem(p, shape.n, shape.n);
   problem.L = int(theta.rows());

@@ -23,16 +23,17 @@ TL_HOST_DEVICE TL_FORCE_INLINE T espProjection(const T* x, const T* theta, int d
   return s;
 }
 
-// C_ij = ‖q_i − k_j‖^p from ‖q_i − k_j‖², as the CPU's groundCost (ops/esp/esp_slice.h): p = 2 needs no root.
-TL_HOST_DEVICE TL_FORCE_INLINE float espGroundCost(float squaredDistance, float p) {
+// C_ij = ‖q_i − k_j‖^p from ‖q_i − k_j‖² (the CPU's groundCost, ops/esp/esp_slice.h, is this): p = 2
+// needs no root. Halving p is exact, so p/2 is the same number in either precision.
+template <class T>
+TL_HOST_DEVICE TL_FORCE_INLINE T espGroundCost(T squaredDistance, T p) {
+  if (p == T(2)) return squaredDistance;
 #if defined(__CUDA_ARCH__)
-  if (p == 2.f) return squaredDistance;
-  if (p == 1.f) return ::sqrtf(squaredDistance);
+  if (p == 1.f) return ::sqrtf(squaredDistance);  // the device runs float32 only
   return ::powf(squaredDistance, 0.5f * p);
 #else
-  if (p == 2.f) return squaredDistance;
-  if (p == 1.f) return std::sqrt(squaredDistance);
-  return std::pow(squaredDistance, 0.5f * p);
+  if (p == T(1)) return std::sqrt(squaredDistance);
+  return std::pow(squaredDistance, T(0.5) * p);
 #endif
 }
 

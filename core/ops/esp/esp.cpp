@@ -32,9 +32,12 @@ struct HardSlices {
 template <class T>
 Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
   Mat<T> out(X.rows(), theta.rows());
-  for (Eigen::Index i = 0; i < X.rows(); ++i)
-    for (Eigen::Index l = 0; l < theta.rows(); ++l)
-      out(i, l) = cuda::espProjection(X.row(i).data(), theta.row(l).data(), int(X.cols()));
+  const double work = double(X.rows()) * double(theta.rows()) * double(X.cols());
+  parallelFor(X.rows(), work, [&](Eigen::Index begin, Eigen::Index end) {
+    for (Eigen::Index i = begin; i < end; ++i)
+      for (Eigen::Index l = 0; l < theta.rows(); ++l)
+        out(i, l) = cuda::espProjection(X.row(i).data(), theta.row(l).data(), int(X.cols()));
+  });
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/argsort.h"
+#include "cuda/esp_math.h"
 
 namespace tl {
 namespace {
@@ -83,9 +84,7 @@ std::vector<int> breakRuleMatching(const std::vector<RankCouplingEntry>& couplin
 
 template <class T>
 T groundCost(T squaredDistance, double p) {
-  if (p == 2) return squaredDistance;
-  if (p == 1) return std::sqrt(squaredDistance);
-  return std::pow(squaredDistance, T(p / 2));
+  return cuda::espGroundCost(squaredDistance, T(p));
 }
 
 template <class T>
