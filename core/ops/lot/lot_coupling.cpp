@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "common/huge_pages.h"
 #include "common/parallel.h"
@@ -86,36 +88,49 @@ Mat<T> LotCoupling<T>::gluedKeys() const {
   return (T(P1.rows()) * (-logw.array()).exp()).matrix().asDiagonal() * P2;
 }
 
+namespace {
+
+// Block b of a display grid's axis (PooledPlan's row or column starts): its first index and its length.
+std::pair<Eigen::Index, Eigen::Index> gridBlock(const std::vector<long long>& starts, Eigen::Index b) {
+  return {Eigen::Index(starts[size_t(b)]), Eigen::Index(starts[size_t(b) + 1] - starts[size_t(b)])};
+}
+
+}  // namespace
+
 template <class T>
-PooledPlan<T> LotCoupling<T>::pooledMeans(int maxRows, int maxCols) const {
+PooledPlan<T> LotCoupling<T>::pooledMeans(int maxRows, int maxCols, const Mat<T>& glued) const {
   PooledPlan<T> p = displayGrid<T>(P1.rows(), P2.cols(), maxRows, maxCols);
-  const Mat<T> B = gluedKeys();
-  Mat<T> rowSums(p.mean.rows(), P1.cols()), colSums(B.rows(), p.mean.cols());  // Σ_R P1 and Σ_C B
-  for (Eigen::Index b = 0; b < rowSums.rows(); ++b)
-    rowSums.row(b) = P1.middleRows(p.rowStarts[size_t(b)], p.rowStarts[size_t(b) + 1] - p.rowStarts[size_t(b)]).colwise().sum();
-  for (Eigen::Index c = 0; c < colSums.cols(); ++c)
-    colSums.col(c) = B.middleCols(p.colStarts[size_t(c)], p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]).rowwise().sum();
+  Mat<T> rowSums(p.mean.rows(), P1.cols()), colSums(glued.rows(), p.mean.cols());  // Σ_R P1 and Σ_C B
+  for (Eigen::Index b = 0; b < rowSums.rows(); ++b) {
+    const auto [first, count] = gridBlock(p.rowStarts, b);
+    rowSums.row(b) = P1.middleRows(first, count).colwise().sum();
+  }
+  for (Eigen::Index c = 0; c < colSums.cols(); ++c) {
+    const auto [first, count] = gridBlock(p.colStarts, c);
+    colSums.col(c) = glued.middleCols(first, count).rowwise().sum();
+  }
   p.mean.noalias() = rowSums * colSums;
   for (Eigen::Index b = 0; b < p.mean.rows(); ++b)
     for (Eigen::Index c = 0; c < p.mean.cols(); ++c)
-      p.mean(b, c) /= T(p.rowStarts[size_t(b) + 1] - p.rowStarts[size_t(b)]) *
-                      T(p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]);
+      p.mean(b, c) /= T(gridBlock(p.rowStarts, b).second) * T(gridBlock(p.colStarts, c).second);
   return p;
 }
 
 template <class T>
 PooledPlan<T> LotCoupling<T>::pooled(int maxRows, int maxCols) const {
-  PooledPlan<T> p = pooledMeans(maxRows, maxCols);
   const Mat<T> B = gluedKeys();
-  const auto rows = [&](Eigen::Index b) { return P1.middleRows(p.rowStarts[size_t(b)], p.rowStarts[size_t(b) + 1] - p.rowStarts[size_t(b)]); };
-  const auto cols = [&](Eigen::Index c) { return B.middleCols(p.colStarts[size_t(c)], p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]); };
-  parallelFor(p.max.rows(), double(P1.rows()) * double(B.cols()) * double(B.rows()), [&](Eigen::Index begin, Eigen::Index end) {
+  PooledPlan<T> p = pooledMeans(maxRows, maxCols, B);
+  const double work = double(P1.rows()) * double(B.cols()) * double(B.rows());
+  parallelFor(p.max.rows(), work, [&](Eigen::Index begin, Eigen::Index end) {
     Mat<T> block;  // one block of A at a time, reused
-    for (Eigen::Index b = begin; b < end; ++b)
+    for (Eigen::Index b = begin; b < end; ++b) {
+      const std::pair<Eigen::Index, Eigen::Index> rows = gridBlock(p.rowStarts, b);
       for (Eigen::Index c = 0; c < p.max.cols(); ++c) {
-        block.noalias() = rows(b) * cols(c);
+        const std::pair<Eigen::Index, Eigen::Index> cols = gridBlock(p.colStarts, c);
+        block.noalias() = P1.middleRows(rows.first, rows.second) * B.middleCols(cols.first, cols.second);
         p.max(b, c) = block.maxCoeff();
       }
+    }
   });
   return p;
 }

@@ -38,8 +38,9 @@ class DeviceLowRankPlan final : public LowRankPlan<float> {
       : LowRankPlan<float>(std::move(coupling)), kernels_(kernels) {}
   PooledPlan<float> pooled(int maxRows, int maxCols) const override {
     const LotCoupling<float>& c = coupling();
-    PooledPlan<float> p = c.pooledMeans(maxRows, maxCols);
-    const MatF gT = c.gluedKeys().transpose();  // row-major: each key's r numbers contiguous
+    const MatF glued = c.gluedKeys();
+    PooledPlan<float> p = c.pooledMeans(maxRows, maxCols, glued);
+    const MatF gT = glued.transpose();  // row-major: each key's r numbers contiguous
     const cuda::LowRankFactors factors{int(c.P1.rows()), int(c.P2.cols()), int(c.P1.cols()), c.P1.data(), gT.data()};
     const auto rows = p.max.rows(), cols = p.max.cols();
     p.max = matrixOf(kernels_.lowRankMaxima(factors, int(rows), int(cols)), rows, cols);
