@@ -246,7 +246,7 @@ inline void checkEveryCase(const std::string& name, Sizes sizes, const DeviceRun
   const auto& registry = OperatorRegistry::builtin();
   const FamilyInfo& family = registry.get(name);
   int checked = 0, rejected = 0;
-  int invalid = 0, cpuOnly = 0;
+  int invalid = 0;
   for (const Case& c : casesFor(family, sizes)) {
     SCOPED_TRACE(c.name());
     std::unique_ptr<Operator> op;
@@ -256,12 +256,7 @@ inline void checkEveryCase(const std::string& name, Sizes sizes, const DeviceRun
       ++invalid;
       continue;
     }
-    // Values the family keeps on the CPU reference on purpose (esp's sort=soft) say so; not a device case.
-    if (!op->hasDevicePath()) {
-      ASSERT_TRUE(op->cudaUnsupported().has_value()) << c.spec;
-      ++cpuOnly;
-      continue;
-    }
+    ASSERT_TRUE(op->hasDevicePath()) << c.spec;
     const AttentionInput<double> in = inputFor(c, 1000 + uint64_t(checked + rejected));
     // A case the CPU reference rejects (e.g. diff's odd d, LOT's r above n) the GPU path must reject alike.
     std::optional<PlanResult<double>> reference;
@@ -276,8 +271,7 @@ inline void checkEveryCase(const std::string& name, Sizes sizes, const DeviceRun
     ++checked;
   }
   EXPECT_GT(checked, 0) << "every case was rejected";
-  std::printf("TLEQ family=%s cases=%d rejected=%d invalid=%d cpu-only=%d\n", family.name.c_str(), checked, rejected,
-              invalid, cpuOnly);
+  std::printf("TLEQ family=%s cases=%d rejected=%d invalid=%d\n", family.name.c_str(), checked, rejected, invalid);
 }
 
 // The plan the device keeps (no dense matrix stored) answers A·V, Aᵀ·W and display tiles like its dense
