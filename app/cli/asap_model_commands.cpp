@@ -40,7 +40,7 @@ CommandLine compileCommandLine() {
                      std::move(options), {{"CKPT", "checkpoint folder or weights file (a Sinkhorn teacher)"}});
 }
 
-CommandLine evalCommandLine() {
+CommandLine asapEvalCommandLine() {
   std::vector<OptionSpec> options = checkpointOptions();
   options.insert(options.end(), {{"compiled", "DIR", "a compiled model of CKPT (repeat for an LS and a KL fit)", true},
                                  {"split", "test|train", "Fashion-MNIST split (default test)"},
@@ -182,7 +182,7 @@ int asapCompileCommand(const Args& args) {
 }
 
 int asapEvalCommand(const Args& args) {
-  CommandLine cl = evalCommandLine();
+  CommandLine cl = asapEvalCommandLine();
   cl.parse(args);
   if (cl.helpRequested()) {
     std::cout << cl.usage();

@@ -60,4 +60,8 @@ FileBytes::~FileBytes() {
   if (mapping_) ::munmap(mapping_, size_);
 }
 
+std::string byteRange(uint64_t begin, uint64_t end) {
+  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+}
+
 }  // namespace tl

@@ -2,6 +2,7 @@
 // The bytes of a whole file, read-only: memory-mapped, so a 346 MB checkpoint costs no copy before its
 // tensors are decoded into their final buffers (the page cache is the only other place the bytes live), or
 // held in memory when they came from elsewhere (tests, fuzzers, inflated zip entries).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,5 +30,8 @@ class FileBytes {
   void* mapping_ = nullptr;  // set when data_ is an mmap of the file
   std::string held_;         // the bytes when they are not mapped
 };
+
+// "[begin, end)": a half-open byte range as the readers' error messages write it.
+std::string byteRange(uint64_t begin, uint64_t end);
 
 }  // namespace tl

@@ -49,10 +49,6 @@ bool parseDtype(const std::string& s, StoredType& t) {
   return false;
 }
 
-std::string range(uint64_t begin, uint64_t end) {
-  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-}
-
 // nlohmann keeps the last of duplicate keys silently; a callback sees every top-level key as it is parsed.
 Json parseHeaderJson(const std::string& path, const std::string& text) {
   std::set<std::string> seen;
@@ -114,10 +110,10 @@ TensorEntry parseEntry(const std::string& path, const std::string& name, const J
   entry.span.begin = (*offsets)[0].get<uint64_t>();
   entry.span.end = (*offsets)[1].get<uint64_t>();
   if (entry.span.begin > entry.span.end)
-    failTensor(path, name, "data_offsets " + range(entry.span.begin, entry.span.end) + " end before they begin");
+    failTensor(path, name, "data_offsets " + byteRange(entry.span.begin, entry.span.end) + " end before they begin");
   if (entry.span.end > dataBytes)
     failTensor(path, name,
-               "data " + range(entry.span.begin, entry.span.end) + " lies beyond the data section (" +
+               "data " + byteRange(entry.span.begin, entry.span.end) + " lies beyond the data section (" +
                    std::to_string(dataBytes) + " bytes); the file is truncated or corrupt");
 
   uint64_t bytes = 0;
@@ -125,7 +121,7 @@ TensorEntry parseEntry(const std::string& path, const std::string& name, const J
       bytes != entry.span.end - entry.span.begin)
     failTensor(path, name,
                "has shape " + shape->dump() + " of " + dtype->get<std::string>() + " (" + std::to_string(numel) +
-                   " elements) but its data span " + range(entry.span.begin, entry.span.end) + " holds " +
+                   " elements) but its data span " + byteRange(entry.span.begin, entry.span.end) + " holds " +
                    std::to_string(entry.span.end - entry.span.begin) + " bytes");
   return entry;
 }
@@ -137,8 +133,8 @@ void rejectOverlaps(const std::string& path, std::vector<Span> spans) {
   for (size_t i = 1; i < spans.size(); ++i) {
     if (spans[i].begin < spans[i - 1].end)
       failTensor(path, spans[i].name,
-                 "data " + range(spans[i].begin, spans[i].end) + " overlaps tensor '" + spans[i - 1].name + "' data " +
-                     range(spans[i - 1].begin, spans[i - 1].end) + "; the file is corrupt");
+                 "data " + byteRange(spans[i].begin, spans[i].end) + " overlaps tensor '" + spans[i - 1].name +
+                     "' data " + byteRange(spans[i - 1].begin, spans[i - 1].end) + "; the file is corrupt");
   }
 }
 

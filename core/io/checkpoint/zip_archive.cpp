@@ -37,10 +37,6 @@ std::string hex(uint32_t v) {
   return buf;
 }
 
-std::string range(uint64_t begin, uint64_t end) {
-  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-}
-
 // Reads the central directory of a whole zip file held in memory; every read is bounds-checked first.
 class DirectoryReader {
  public:
@@ -97,7 +93,7 @@ class DirectoryReader {
       readZip64End(end - kZip64LocatorSize);
     }
     if (directoryOffset_ > directoryEnd_ || directorySize_ > directoryEnd_ - directoryOffset_)
-      fail("central directory " + range(directoryOffset_, directoryOffset_ + directorySize_) +
+      fail("central directory " + byteRange(directoryOffset_, directoryOffset_ + directorySize_) +
            " lies beyond its end record at byte " + std::to_string(directoryEnd_) +
            "; the file is truncated or corrupt");
     // Each entry takes at least a fixed-size header, which bounds a plausible count.
@@ -149,7 +145,7 @@ class DirectoryReader {
     const size_t local = size_t(localOffset);
     e.dataOffset = localOffset + kLocalHeaderSize + u16(local + 26) + u16(local + 28);
     if (e.dataOffset > directoryOffset_ || e.compressedSize > directoryOffset_ - e.dataOffset)
-      fail(entry + " data " + range(e.dataOffset, e.dataOffset + e.compressedSize) +
+      fail(entry + " data " + byteRange(e.dataOffset, e.dataOffset + e.compressedSize) +
            " run into the central directory at byte " + std::to_string(directoryOffset_) +
            "; the file is truncated or corrupt");
     return e;

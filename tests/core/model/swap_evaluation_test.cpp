@@ -14,9 +14,8 @@
 namespace tl {
 namespace {
 
+using test::kVitFixtures;
 using test::throwsWith;
-
-const std::string kFixtures = std::string(TL_FIXTURE_DIR) + "/vit/";
 
 class SwapEvaluationTest : public ::testing::Test {
  protected:
@@ -38,7 +37,7 @@ SwapEvaluationOptions swapOptions(const std::string& swap, std::vector<int> laye
 }
 
 TEST_F(SwapEvaluationTest, TheModelsOwnNormaliserSwappedBackInChangesNothing) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_sinkhorn_T4");  // sinkhorn:T=4,eps=0.5
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_sinkhorn_T4");  // sinkhorn:T=4,eps=0.5
   const SwapEvaluation r = evaluateSwap(runner, swapOptions("sinkhorn:T=4,eps=0.5", {}, 10));
   EXPECT_EQ(r.images, 10);
   EXPECT_EQ(r.op, runner.config().attention.toString());
@@ -56,7 +55,7 @@ TEST_F(SwapEvaluationTest, TheModelsOwnNormaliserSwappedBackInChangesNothing) {
 }
 
 TEST_F(SwapEvaluationTest, AnotherOperatorMovesOnlyTheLayersFromTheSwapOn) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_softmax");
   const SwapEvaluation r = evaluateSwap(runner, swapOptions("sinkhorn:T=20,eps=1", {1}, 6));
   ASSERT_EQ(r.layers.size(), 2u);
   EXPECT_EQ(r.layers[0].layer, 0);
@@ -70,7 +69,7 @@ TEST_F(SwapEvaluationTest, AnotherOperatorMovesOnlyTheLayersFromTheSwapOn) {
 }
 
 TEST_F(SwapEvaluationTest, WithoutASwapOnlyTheModelsOwnAccuracyIsMeasured) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_softmax");
   SwapEvaluationOptions o;
   o.limit = 100;  // more than the split holds: the whole split
   const SwapEvaluation r = evaluateSwap(runner, o);
@@ -83,7 +82,7 @@ TEST_F(SwapEvaluationTest, WithoutASwapOnlyTheModelsOwnAccuracyIsMeasured) {
 }
 
 TEST_F(SwapEvaluationTest, ReportsEveryImageAndStopsWhenCanceled) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_softmax");
   std::vector<std::pair<double, std::string>> seen;
   Feedback feedback([&](double fraction, const std::string& stage) { seen.emplace_back(fraction, stage); });
   evaluateSwap(runner, swapOptions("sinkhorn:T=3", {0}, 4), feedback);
@@ -100,7 +99,7 @@ TEST_F(SwapEvaluationTest, ReportsEveryImageAndStopsWhenCanceled) {
 }
 
 TEST_F(SwapEvaluationTest, RefusesLayersTheModelDoesNotHave) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_softmax");
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { evaluateSwap(runner, swapOptions("sinkhorn", {2}, 1)); },
                                           {"layer 2", "0..1"}));
 }

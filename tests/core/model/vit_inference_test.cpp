@@ -16,9 +16,8 @@ namespace tl {
 namespace {
 
 using test::matricesNear;
+using test::kVitFixtures;
 using test::throwsWith;
-
-const std::string kFixtures = std::string(TL_FIXTURE_DIR) + "/vit/";
 
 struct Fixture {
   std::vector<HostTensor> images;  // C×H×W each
@@ -27,7 +26,7 @@ struct Fixture {
 
 Fixture loadFixture(const std::string& folder) {
   Fixture f;
-  const NpyArray images = readNpy(kFixtures + folder + "/images.npy");
+  const NpyArray images = readNpy(kVitFixtures + folder + "/images.npy");
   const int64_t per = images.shape[1] * images.shape[2] * images.shape[3];
   for (int64_t i = 0; i < images.shape[0]; ++i) {
     HostTensor t;
@@ -35,7 +34,7 @@ Fixture loadFixture(const std::string& folder) {
     t.values.assign(images.values.begin() + i * per, images.values.begin() + (i + 1) * per);
     f.images.push_back(std::move(t));
   }
-  f.logits = readNpyMatrix<double>(kFixtures + folder + "/logits.npy");
+  f.logits = readNpyMatrix<double>(kVitFixtures + folder + "/logits.npy");
   return f;
 }
 
@@ -48,7 +47,7 @@ Fixture loadFixture(const std::string& folder) {
 
 VitImportOptions side(const std::string& folder) {
   VitImportOptions o;
-  o.sideFile = kFixtures + folder + "/side.json";
+  o.sideFile = kVitFixtures + folder + "/side.json";
   return o;
 }
 
@@ -65,23 +64,23 @@ TEST(VitInference, EveryCheckpointFormatGivesThePyTorchLogits) {
       {"vitpytorch_mean", "model.safetensors", side("vitpytorch_mean")},
   };
   for (const auto& [folder, file, options] : cases) {
-    const VitRunner runner = VitRunner::open(kFixtures + folder + (file.empty() ? "" : "/" + file), options);
+    const VitRunner runner = VitRunner::open(kVitFixtures + folder + (file.empty() ? "" : "/" + file), options);
     EXPECT_TRUE(logitsMatch(runner, loadFixture(folder), 1e-5)) << folder << "/" << file;
   }
 }
 
 TEST(VitInference, ConfigsComeFromTheCheckpoint) {
-  const VitRunner hf = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner hf = VitRunner::open(kVitFixtures + "hf_softmax");
   EXPECT_EQ(hf.config().labels, (std::vector<std::string>{"cat", "dog", "bird"}));
   EXPECT_EQ(hf.config().normalisation.mean, (std::vector<double>{0.5, 0.4, 0.3}));  // preprocessor_config.json
   const VitRunner sinkformer =
-      VitRunner::open(kFixtures + "vitpytorch_sinkhorn/state_dict.pt", side("vitpytorch_sinkhorn"));
+      VitRunner::open(kVitFixtures + "vitpytorch_sinkhorn/state_dict.pt", side("vitpytorch_sinkhorn"));
   EXPECT_EQ(sinkformer.config().attention.toString(), "sinkhorn:T=3,eps=1,mask_mode=subsequence");
   EXPECT_DOUBLE_EQ(sinkformer.config().layerNormEps, 1e-5);
 }
 
 TEST(VitInference, TraceHoldsEveryLayerAndHead) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_sinkhorn_T4");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_sinkhorn_T4");
   const Fixture f = loadFixture("hf_sinkhorn_T4");
   const VitTrace trace = runner.run(f.images[1]);
   EXPECT_TRUE(matricesNear(trace.logits, runner.logits(f.images[1]), 0.0));
@@ -105,7 +104,7 @@ TEST(VitInference, TraceHoldsEveryLayerAndHead) {
 // The model's own normaliser at every layer, run through the core operator instead of LibTorch.
 TEST(VitInference, SwappingInTheModelsOwnNormaliserThroughTheCoreReproducesTheLogits) {
   for (const char* folder : {"hf_softmax", "hf_sinkhorn_T4", "hf_esp", "hf_lot"}) {
-    const VitRunner runner = VitRunner::open(kFixtures + folder);
+    const VitRunner runner = VitRunner::open(kVitFixtures + folder);
     const Fixture f = loadFixture(folder);
     std::map<int, OperatorSpec> own;
     for (int l = 0; l < runner.config().numLayers; ++l) own[l] = runner.config().attention;
@@ -123,7 +122,7 @@ TEST(VitInference, SwappingInTheModelsOwnNormaliserThroughTheCoreReproducesTheLo
 }
 
 TEST(VitInference, RerunKeepsEarlierLayersAndSwapsOnlyTheChosenOnes) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_softmax");
   const VitTrace base = runner.run(loadFixture("hf_softmax").images[0]);
   const VitTrace same = runner.rerun(base, 1, {});
   EXPECT_TRUE(matricesNear(same.logits, base.logits, 1e-6));
@@ -148,7 +147,7 @@ TEST(VitInference, RerunKeepsEarlierLayersAndSwapsOnlyTheChosenOnes) {
 // asap:compiled=DIR swapped into several layers: each layer runs with its own compiled slices and β (the
 // `layer` parameter left at −1 takes the layer it replaces; docs/operators/asap.md#compiled-models).
 TEST(VitInference, ACompiledAsapModelUsesEachLayersOwnCoefficients) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_sinkhorn_T4");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_sinkhorn_T4");
   test::TempDir dir;
   CompiledAsap compiled;
   compiled.teacher = runner.config().attention.toString();
@@ -179,7 +178,7 @@ TEST(VitInference, ACompiledAsapModelUsesEachLayersOwnCoefficients) {
 }
 
 TEST(VitInference, BadRequestsAreRefusedClearly) {
-  const VitRunner runner = VitRunner::open(kFixtures + "hf_softmax");
+  const VitRunner runner = VitRunner::open(kVitFixtures + "hf_softmax");
   const VitTrace base = runner.run(loadFixture("hf_softmax").images[0]);
   EXPECT_TRUE(throwsWith<InvalidArgument>(
       [&] { runner.rerun(base, 1, {{0, OperatorRegistry::builtin().parse("softmax")}}); }, {"layer 0", "would not run"}));
@@ -188,13 +187,13 @@ TEST(VitInference, BadRequestsAreRefusedClearly) {
   wrong.shape = {1, 8, 8};
   wrong.values.assign(64, 0.5f);
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { runner.logits(wrong); }, {"3×8×8"}));
-  EXPECT_TRUE(throwsWith<FileError>([&] { VitRunner::open(kFixtures + "vitpytorch_sinkhorn/state_dict.pt"); },
+  EXPECT_TRUE(throwsWith<FileError>([&] { VitRunner::open(kVitFixtures + "vitpytorch_sinkhorn/state_dict.pt"); },
                                     {"state_dict.pt", "heads is missing"}));
 }
 
 TEST(VitInference, MissingTensorsAreNamedWithTheirFile) {
   test::TempDir dir;
-  VitCheckpoint ckpt = VitRunner::open(kFixtures + "hf_lot").checkpoint();
+  VitCheckpoint ckpt = VitRunner::open(kVitFixtures + "hf_lot").checkpoint();
   ckpt.tensors.erase("vit.encoder.layer.0.attention.attention.normaliser.pivots");
   std::filesystem::create_directories(dir.file("ckpt"));
   test::writeBytes(dir.file("ckpt/config.json"), vitConfigJson(ckpt.config));

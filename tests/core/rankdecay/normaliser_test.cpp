@@ -17,9 +17,7 @@ namespace tl::rankdecay {
 namespace {
 
 MatD plan(const std::string& spec, const MatD& S) {
-  return normaliseScores(*OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse(spec)), S,
-                         noFeedback())
-      .plan;
+  return normaliseScores(*makeOperator(spec), S, noFeedback()).plan;
 }
 
 // Converged Sinkhorn (the theory's Sink_∞): an even budget far past convergence at these score sizes.

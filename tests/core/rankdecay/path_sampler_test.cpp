@@ -12,19 +12,16 @@
 #include "rankdecay/normaliser.h"
 #include "rankdecay/random_matrices.h"
 #include "rankdecay/residual.h"
+#include "rankdecay/rank_decay_test_util.h"
 
 namespace tl::rankdecay {
 namespace {
-
-std::unique_ptr<Operator> make(const std::string& spec) {
-  return OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse(spec));
-}
 
 // A record of converged Sinkhorn matrices of random scores (exactly doubly stochastic to rounding).
 AttentionRecord doublyStochasticRecord(int layers, int samples, int heads, int n) {
   AttentionRecord record = AttentionRecord::sized(layers, samples, heads);
   SeededRandom rng(11);
-  const auto op = make("sinkhorn:T=2000");
+  const auto op = makeOperator("sinkhorn:T=2000");
   for (size_t i = 0; i < record.attention.size(); ++i) {
     MatD S(n, n);
     for (Eigen::Index k = 0; k < S.size(); ++k) S.data()[k] = rng.normal();
@@ -89,7 +86,7 @@ TEST(PathSampler, DepthOneIsTheRatioOfSingleMatricesAndSeedsRepeat) {
 TEST(PathSampler, OrderMattersForNonNormalFactors) {
   AttentionRecord record = AttentionRecord::sized(3, 1, 1);
   SeededRandom rng(3);
-  const auto softmax = make("softmax");
+  const auto softmax = makeOperator("softmax");
   for (auto& P : record.attention) {
     MatD S(20, 20);
     for (Eigen::Index k = 0; k < S.size(); ++k) S.data()[k] = rng.normal();
@@ -127,7 +124,7 @@ TEST(RandomMatrices, DecayWithDepthAndTheSkipMimicSlowsIt) {
   spec.depth = 4;
   PathOptions options;
   options.paths = 40;
-  const auto op = make("sinkhorn:T=50");
+  const auto op = makeOperator("sinkhorn:T=50");
   const std::vector<DepthSummary> plain = randomMatrixPaths(*op, spec, options, noFeedback());
   spec.skip = true;
   const std::vector<DepthSummary> skip = randomMatrixPaths(*op, spec, options, noFeedback());

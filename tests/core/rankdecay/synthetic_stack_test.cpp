@@ -12,13 +12,10 @@
 #include "rankdecay/box_summary.h"
 #include "rankdecay/residual.h"
 #include "rankdecay/result_json.h"
+#include "rankdecay/rank_decay_test_util.h"
 
 namespace tl::rankdecay {
 namespace {
-
-std::unique_ptr<Operator> make(const std::string& spec) {
-  return OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse(spec));
-}
 
 // ρ_out per seed at one layer.
 std::vector<double> rhoAt(const StackRun& run, int layer) {
@@ -35,7 +32,7 @@ double fractionBelow(const std::vector<double>& values, double threshold) {
 TEST(SyntheticStack, PureSanCollapsesDoublyExponentially) {  // O-15
   StackSpec spec;  // the defaults: n 32, d 64, H 4, no LayerNorm; 5 of the 12 layers are enough here
   spec.layers = 5;
-  const StackRun sinkhorn = runSyntheticStack(*make("sinkhorn:T=50"), spec, 0, 100, noFeedback());
+  const StackRun sinkhorn = runSyntheticStack(*makeOperator("sinkhorn:T=50"), spec, 0, 100, noFeedback());
   EXPECT_GE(fractionBelow(rhoAt(sinkhorn, 3), 1e-6), 0.95);
   EXPECT_GE(fractionBelow(rhoAt(sinkhorn, 5), 1e-12), 0.95);
   for (const auto& sample : sinkhorn.record.outputs) {  // non-increasing until the floor
@@ -45,7 +42,7 @@ TEST(SyntheticStack, PureSanCollapsesDoublyExponentially) {  // O-15
       EXPECT_LE(now, before);
     }
   }
-  const StackRun softmax = runSyntheticStack(*make("softmax"), spec, 0, 100, noFeedback());
+  const StackRun softmax = runSyntheticStack(*makeOperator("softmax"), spec, 0, 100, noFeedback());
   EXPECT_GE(fractionBelow(rhoAt(softmax, 3), 1e-5), 0.95);
 }
 
@@ -54,7 +51,7 @@ TEST(SyntheticStack, SkipConnectionsPreventFastCollapse) {  // O-16
   spec.layers = 8;
   spec.config = BlockConfig::SanSkip;
   for (const char* op : {"sinkhorn:T=50", "softmax"}) {
-    const StackRun run = runSyntheticStack(*make(op), spec, 0, 100, noFeedback());
+    const StackRun run = runSyntheticStack(*makeOperator(op), spec, 0, 100, noFeedback());
     const std::vector<double> rho8 = rhoAt(run, 8);
     EXPECT_LE(fractionBelow(rho8, 1e-3), 0.05) << op;
   }
@@ -66,7 +63,7 @@ TEST(SyntheticStack, ConfigurationsShareWeightsAndDifferInTheForwardOnly) {
   spec.width = 16;
   spec.heads = 2;
   spec.layers = 3;
-  const auto op = make("softmax");
+  const auto op = makeOperator("softmax");
   std::vector<MatD> layerOne;
   for (BlockConfig config : {BlockConfig::San, BlockConfig::SanSkip, BlockConfig::SanFfn, BlockConfig::Transformer}) {
     spec.config = config;
@@ -96,7 +93,7 @@ TEST(SyntheticStack, PreNormKeepsTokensAtUnitScale) {
   spec.layers = 6;
   spec.layerNorm = LayerNormPlace::Post;
   spec.config = BlockConfig::Transformer;
-  const StackRun run = runSyntheticStack(*make("sinkhorn:T=50"), spec, 1, 2, noFeedback());
+  const StackRun run = runSyntheticStack(*makeOperator("sinkhorn:T=50"), spec, 1, 2, noFeedback());
   for (const auto& sample : run.record.outputs)
     for (size_t l = 1; l < sample.size(); ++l)  // post-norm outputs: every token has mean 0, variance ≈ 1
       EXPECT_NEAR(sample[l].row(0).squaredNorm() / double(spec.width), 1.0, 1e-3);
@@ -107,7 +104,7 @@ TEST(SyntheticStack, RejectsBadSpecsWithTheParameterName) {
   spec.width = 30;
   spec.heads = 4;
   try {
-    runSyntheticStack(*make("softmax"), spec, 0, 1, noFeedback());
+    runSyntheticStack(*makeOperator("softmax"), spec, 0, 1, noFeedback());
     FAIL() << "d not a multiple of H must be refused";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("multiple of H"), std::string::npos);
@@ -134,7 +131,7 @@ TEST(SyntheticStack, ResultsDoNotDependOnTheThreadCount) {
 TEST(SyntheticStack, CancelStopsTheRun) {
   Feedback feedback;
   feedback.cancel();
-  EXPECT_THROW(runSyntheticStack(*make("softmax"), StackSpec{}, 0, 5, feedback), Canceled);
+  EXPECT_THROW(runSyntheticStack(*makeOperator("softmax"), StackSpec{}, 0, 5, feedback), Canceled);
 }
 
 }  // namespace

@@ -18,10 +18,6 @@
 namespace tl::rankdecay {
 namespace {
 
-std::unique_ptr<Operator> make(const std::string& spec) {
-  return OperatorRegistry::builtin().create(OperatorRegistry::builtin().parse(spec));
-}
-
 TEST(Theory, OneStepResidualIdentityHoldsForAnyNormaliser) {  // O-11
   SeededRandom rng(1);
   const int n = 12, d = 6;
@@ -30,7 +26,7 @@ TEST(Theory, OneStepResidualIdentityHoldsForAnyNormaliser) {  // O-11
   const MatD R = meanResidual(X);
   const VecD mean = X.colwise().mean().transpose();
   for (const char* spec : {"softmax", "sinkhorn:T=2", "sinkhorn:T=7", "sinkhorn:T=50"}) {
-    const MatD P = normaliseScores(*make(spec), gaussian(rng, n, n), noFeedback()).plan;
+    const MatD P = normaliseScores(*makeOperator(spec), gaussian(rng, n, n), noFeedback()).plan;
     const VecD e = P.rowwise().sum().array() - 1.0;
     const VecD centredError = e.array() - e.mean();
     const MatD identity = projectZeroMarginals(P) * R * W + centredError * (mean.transpose() * W);
@@ -54,7 +50,7 @@ FlatSpectrum flatSpectrumLayer(int n, double s) {
   Eigen::HouseholderQR<MatD> qr2(gaussian(rng, n, n));
   const MatD Vt = MatD(qr2.householderQ()).topRows(n - 1);
   const MatD X = s * basis * Vt + MatD::Ones(n, 1) * gaussian(rng, 1, n, 0.5);
-  const MatD P = normalise(*make("sinkhorn:T=2000"), X, X, noFeedback()).plan;
+  const MatD P = normalise(*makeOperator("sinkhorn:T=2000"), X, X, noFeedback()).plan;
   FlatSpectrum out;
   out.measured = spectralNorm(meanResidual(P * X));
   out.inputs.n = n;
@@ -81,7 +77,7 @@ TEST(Theory, LinearisedEstimateIsTightAndThePrintedBoundFailsBySqrtN) {  // O-13
 }
 
 TEST(Theory, RigorousAndDataBoundsHoldOnConvergedSinkhornStacks) {  // O-12
-  const auto op = make("sinkhorn:T=2000");
+  const auto op = makeOperator("sinkhorn:T=2000");
   int checked = 0;
   for (double scale : {0.1, 0.5, 1.0, 2.0}) {
     StackSpec spec;
@@ -135,7 +131,7 @@ std::vector<MatD> zeroMeanSan(const Operator& op, int layers) {
 }
 
 TEST(Theory, ZeroMeanInputKeepsRatioOneUnderDoublyStochasticAttention) {  // O-17
-  const std::vector<MatD> sinkhorn = zeroMeanSan(*make("sinkhorn:T=2000"), 4);
+  const std::vector<MatD> sinkhorn = zeroMeanSan(*makeOperator("sinkhorn:T=2000"), 4);
   const double r0 = spectralNorm(sinkhorn[0]);
   int checked = 0;
   for (const MatD& X : sinkhorn) {
@@ -145,7 +141,7 @@ TEST(Theory, ZeroMeanInputKeepsRatioOneUnderDoublyStochasticAttention) {  // O-1
   }
   EXPECT_GE(checked, 3);
   EXPECT_LT(spectralNorm(meanResidual(sinkhorn[3])), 1e-3 * r0);  // while ‖res‖ itself collapses
-  const std::vector<MatD> softmax = zeroMeanSan(*make("softmax"), 2);
+  const std::vector<MatD> softmax = zeroMeanSan(*makeOperator("softmax"), 2);
   EXPECT_LT(outputResidualRatio(softmax[2]), 0.9);  // softmax does not preserve the mean
 }
 

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -23,9 +24,22 @@
 namespace tl::test {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr float kFloatInf = std::numeric_limits<float>::infinity();
+// The ViT fixtures (tests/fixtures/vit: configs, weights and the PyTorch outputs they must reproduce).
+inline const std::string kVitFixtures = std::string(TL_FIXTURE_DIR) + "/vit/";
 
 // ---------------------------------------------------------------------------------------------------------
 // Comparisons
+
+// The same float32 values bit for bit (any NaN matches any NaN): what a lossless file round trip must give.
+[[nodiscard]] inline ::testing::AssertionResult sameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " values";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], 4) != 0 && !(std::isnan(a[i]) && std::isnan(b[i])))
+      return ::testing::AssertionFailure() << "value " << i << ": " << a[i] << " vs " << b[i];
+  }
+  return ::testing::AssertionSuccess();
+}
 
 // Max |a - b| over all entries; entries that are both +inf or both -inf count as equal, NaN never does.
 template <class DA, class DB>

@@ -7,8 +7,12 @@
 #include <cstring>
 #include <limits>
 
+#include "support/test_util.h"
+
 namespace tl {
 namespace {
+
+using test::kFloatInf;
 
 uint32_t bits(float f) {
   uint32_t u;
@@ -22,7 +26,6 @@ float fromBits(uint32_t u) {
   return f;
 }
 
-const float kInf = std::numeric_limits<float>::infinity();
 
 TEST(HalfFloat, KnownPatternsWiden) {
   EXPECT_EQ(halfToFloat(0x3c00), 1.0f);
@@ -31,8 +34,8 @@ TEST(HalfFloat, KnownPatternsWiden) {
   EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(halfToFloat(0x03ff), std::ldexp(1023.0f, -24));  // largest subnormal
   EXPECT_EQ(halfToFloat(0x0400), std::ldexp(1.0f, -14));     // smallest normal
-  EXPECT_EQ(halfToFloat(0x7c00), kInf);
-  EXPECT_EQ(halfToFloat(0xfc00), -kInf);
+  EXPECT_EQ(halfToFloat(0x7c00), kFloatInf);
+  EXPECT_EQ(halfToFloat(0xfc00), -kFloatInf);
   EXPECT_TRUE(std::isnan(halfToFloat(0x7e00)));
   EXPECT_EQ(bits(halfToFloat(0x8000)), 0x80000000u);  // -0 keeps its sign
 }
@@ -49,7 +52,7 @@ TEST(HalfFloat, EveryHalfWidensExactlyAndNarrowsBack) {
     }
     // Independent value: (-1)^s · 2^(e-15) · (1 + m/1024), or 2^-14 · m/1024 for subnormals.
     const int e = int(h >> 10 & 0x1f), m = int(h & 0x3ff);
-    const double magnitude = e == 0x1f ? double(kInf) : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+    const double magnitude = e == 0x1f ? double(kFloatInf) : e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
     ASSERT_EQ(double(f), (h & 0x8000) ? -magnitude : magnitude) << h;
     ASSERT_EQ(floatToHalf(f), h) << h;
   }
@@ -63,7 +66,7 @@ TEST(HalfFloat, NarrowingRoundsToNearestEvenAtEveryMidpoint) {
     const float mid = (a + b) / 2;  // exact: a and b have 11 significant bits
     ASSERT_EQ(floatToHalf(mid), (lo & 1) ? lo + 1 : lo) << lo;
     ASSERT_EQ(floatToHalf(std::nextafter(mid, 0.0f)), lo) << lo;
-    ASSERT_EQ(floatToHalf(std::nextafter(mid, kInf)), lo + 1) << lo;
+    ASSERT_EQ(floatToHalf(std::nextafter(mid, kFloatInf)), lo + 1) << lo;
     ASSERT_EQ(floatToHalf(-mid), 0x8000 | ((lo & 1) ? lo + 1 : lo)) << lo;
   }
 }
@@ -73,7 +76,7 @@ TEST(HalfFloat, OverflowUnderflowAndSpecials) {
   EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);  // the tie above the largest half rounds to inf (even)
   EXPECT_EQ(floatToHalf(1e10f), 0x7c00);
   EXPECT_EQ(floatToHalf(-1e10f), 0xfc00);
-  EXPECT_EQ(floatToHalf(kInf), 0x7c00);
+  EXPECT_EQ(floatToHalf(kFloatInf), 0x7c00);
   EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and the smallest subnormal
   EXPECT_EQ(floatToHalf(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
   EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // tie between 1 and 2 units → 2
@@ -91,13 +94,13 @@ TEST(HalfFloat, OverflowUnderflowAndSpecials) {
 TEST(BFloat16, KnownPatterns) {
   EXPECT_EQ(bfloat16ToFloat(0x3f80), 1.0f);
   EXPECT_EQ(bfloat16ToFloat(0xc020), -2.5f);
-  EXPECT_EQ(bfloat16ToFloat(0x7f80), kInf);
+  EXPECT_EQ(bfloat16ToFloat(0x7f80), kFloatInf);
   EXPECT_EQ(bfloat16ToFloat(0x0001), fromBits(0x00010000u));  // subnormal
   EXPECT_EQ(floatToBfloat16(1.0f), 0x3f80);
   EXPECT_EQ(floatToBfloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);        // tie → even
   EXPECT_EQ(floatToBfloat16(1.0f + std::ldexp(3.0f, -8)), 0x3f82);        // tie → even (up)
   EXPECT_EQ(floatToBfloat16(std::numeric_limits<float>::max()), 0x7f80);  // rounds past the largest bf16
-  EXPECT_EQ(floatToBfloat16(-kInf), 0xff80);
+  EXPECT_EQ(floatToBfloat16(-kFloatInf), 0xff80);
   EXPECT_EQ(floatToBfloat16(fromBits(0x00018000u)), 0x0002);  // subnormal tie → even
   EXPECT_EQ(floatToBfloat16(std::nanf("")) & 0x7fc0, 0x7fc0);
   EXPECT_EQ(floatToBfloat16(fromBits(0x7f800001u)) & 0x7fc0, 0x7fc0);  // NaN with only low payload bits

@@ -14,9 +14,10 @@
 namespace tl {
 namespace {
 
+using test::kFloatInf;
+using test::sameBits;
 using test::throwsWith;
 
-const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // A file from its parts: 8-byte little-endian header length, header text, data section.
@@ -39,15 +40,6 @@ HostTensor tensor(std::vector<int64_t> shape, std::vector<float> values) {
   t.shape = std::move(shape);
   t.values = std::move(values);
   return t;
-}
-
-[[nodiscard]] ::testing::AssertionResult sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " values";
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::memcmp(&a[i], &b[i], 4) != 0 && !(std::isnan(a[i]) && std::isnan(b[i])))
-      return ::testing::AssertionFailure() << "value " << i << ": " << a[i] << " vs " << b[i];
-  }
-  return ::testing::AssertionSuccess();
 }
 
 class Safetensors : public ::testing::Test {
@@ -73,7 +65,7 @@ class Safetensors : public ::testing::Test {
 
 TEST_F(Safetensors, Float32RoundTripIsExact) {
   TensorMap tensors;
-  tensors["blocks.0.qkv.weight"] = tensor({2, 3}, {1.5f, -0.0f, 3.1415927f, 1e-40f, kInf, -kInf});
+  tensors["blocks.0.qkv.weight"] = tensor({2, 3}, {1.5f, -0.0f, 3.1415927f, 1e-40f, kFloatInf, -kFloatInf});
   tensors["blocks.0.qkv.bias"] = tensor({3}, {kNaN, std::numeric_limits<float>::max(), 7});
   tensors["scalar"] = tensor({}, {42.0f});
   tensors["empty"] = tensor({0, 4}, {});
@@ -126,8 +118,8 @@ TEST_F(Safetensors, Float16WriteRoundsToNearestEvenAndKeepsSpecials) {
                                      -2.5f,
                                      65504.0f,
                                      65520.0f,  // rounds to inf
-                                     kInf,
-                                     -kInf,
+                                     kFloatInf,
+                                     -kFloatInf,
                                      kNaN,
                                      std::ldexp(1.0f, -24),         // smallest subnormal
                                      std::ldexp(1.0f, -25),         // tie with 0 → 0
@@ -154,7 +146,7 @@ TEST_F(Safetensors, BFloat16WriteRoundsToNearestEvenAndKeepsSpecials) {
   const std::vector<float> values = {1.0f,
                                      -2.5f,
                                      std::numeric_limits<float>::max(),  // rounds to inf
-                                     kInf,
+                                     kFloatInf,
                                      kNaN,
                                      1.0f + std::ldexp(1.0f, -8),  // tie → 1.0
                                      1.0f + std::ldexp(3.0f, -8),  // tie → up to even
@@ -190,7 +182,7 @@ TEST_F(Safetensors, ReadsEveryDtypeFromAHandMadeFile) {
       span(raw<uint16_t>({0x3555})) + "}}";
   const SafetensorsFile file = readSafetensors(put(safetensorsBytes(header, data)));
   EXPECT_EQ(file.metadata.at("source"), "hand");
-  EXPECT_EQ(file.tensors.at("f64").values, (std::vector<float>{0.1f, -kInf}));
+  EXPECT_EQ(file.tensors.at("f64").values, (std::vector<float>{0.1f, -kFloatInf}));
   EXPECT_EQ(file.tensors.at("f64").stored, StoredType::F64);
   EXPECT_EQ(file.tensors.at("i64").values, (std::vector<float>{-7.0f, 1099511627776.0f}));
   EXPECT_EQ(file.tensors.at("i32").values, (std::vector<float>{-5.0f, 16777216.0f}));
@@ -308,7 +300,7 @@ TEST_F(Safetensors, WriteRejectsInconsistentTensorsAndLeavesNoFile) {
 // reader's values, and a file replaced on disk afterwards (as writeSafetensors replaces one) does not change them.
 TEST_F(Safetensors, MappedTensorsDecodeAsTheReaderAndKeepTheirFile) {
   TensorMap tensors;
-  tensors["w"] = tensor({2, 3}, {1.5f, -0.0f, 3.1415927f, 1e-40f, kInf, -kInf});
+  tensors["w"] = tensor({2, 3}, {1.5f, -0.0f, 3.1415927f, 1e-40f, kFloatInf, -kFloatInf});
   tensors["b"] = tensor({3}, {kNaN, 2, 7});
   const std::string path = dir.file("model.safetensors");
   writeSafetensors(path, tensors, {{"format", "pt"}}, StoredType::BF16);

@@ -19,18 +19,10 @@ namespace tl {
 namespace {
 
 using test::Pickle;
+using test::sameBits;
 using test::throwsWith;
 
 const std::string kFixtures = std::string(TL_FIXTURE_DIR) + "/checkpoint_files/";
-
-[[nodiscard]] ::testing::AssertionResult sameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " values";
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::memcmp(&a[i], &b[i], 4) != 0 && !(std::isnan(a[i]) && std::isnan(b[i])))
-      return ::testing::AssertionFailure() << "value " << i << ": " << a[i] << " vs " << b[i];
-  }
-  return ::testing::AssertionSuccess();
-}
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;

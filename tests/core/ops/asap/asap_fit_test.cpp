@@ -15,6 +15,7 @@
 #include "ops/asap/sliced_potentials.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "ops/slicers.h"
+#include "ops/asap/teacher_instance.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -23,23 +24,10 @@ namespace {
 using test::gaussian;
 using test::matricesNear;
 using test::near;
+using test::teacherInstance;
 using test::throwsWith;
 
 MatD sliceBank(int L, int d, uint64_t seed) { return sliceDirections({Slicer::Random, L, seed, {}}, d); }
-
-// A column-ending teacher's closure-ready dual: its final u (docs/operators/asap.md#teacher-duals).
-FitInstance teacherInstance(int n, int d, uint64_t seed, double eps, int T = 4, std::optional<Mask> mask = {},
-                            MaskMode mode = MaskMode::Subsequence) {
-  AttentionInput<double> in;
-  in.Q = gaussian(n, d, seed);
-  in.K = gaussian(n, d, seed + 1);
-  in.mask = mask;
-  SinkhornParams p;
-  p.T = T;
-  p.eps = eps;
-  p.maskMode = mode;
-  return {in.Q, in.K, sinkhornAttention(in, p).u, mask};
-}
 
 std::vector<FitExample> examplesOf(const std::vector<FitInstance>& instances, const MatD& slices,
                                    const FitSettings& settings) {

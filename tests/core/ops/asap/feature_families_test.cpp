@@ -23,6 +23,7 @@
 #include "ops/registry.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "ops/slicers.h"
+#include "ops/asap/teacher_instance.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -30,6 +31,7 @@ namespace {
 
 using test::gaussian;
 using test::matricesNear;
+using test::teacherInstance;
 using test::throwsWith;
 
 const std::vector<AsapFeatures> kSourceFamilies = {AsapFeatures::Potentials, AsapFeatures::Raw,
@@ -120,14 +122,6 @@ TEST(AsapFeatureFamilies, NamesRoundTripAndBadOnesAreNamed) {
 }
 
 // ---- fitting ------------------------------------------------------------------------------------------------
-
-FitInstance teacherInstance(int n, int d, uint64_t seed, double eps) {
-  AttentionInput<double> in{gaussian(n, d, seed), gaussian(n, d, seed + 1), std::nullopt, std::nullopt};
-  SinkhornParams p;
-  p.T = 4;
-  p.eps = eps;
-  return {in.Q, in.K, sinkhornAttention(in, p).u, std::nullopt};
-}
 
 TEST(AsapFeatureFamilies, EveryFamilyRecoversBetaWhenTheDualIsInItsSpan) {
   const int n = 8, d = 4, L = 3;

@@ -257,8 +257,8 @@ TEST(LotPivots, RejectsBadParameters) {
       {with([](LotParams& p) { p.pivots = MatD::Zero(3, 4); }), {"pivot_init=kmeans", "pivot_init=file"}},
   };
   for (const auto& [params, needles] : bad) {
-    EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)lotAttention(in, params); }, needles));
-    EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)lotOutput(in, params); }, needles));
+    EXPECT_TRUE(throwsWith<InvalidArgument>([&, &p = params] { (void)lotAttention(in, p); }, needles));
+    EXPECT_TRUE(throwsWith<InvalidArgument>([&, &p = params] { (void)lotOutput(in, p); }, needles));
   }
   AttentionInput<double> noValues = in;
   noValues.V.reset();
@@ -270,7 +270,7 @@ TEST(LotPivots, RegistryRejectsBadText) {
   for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
            {"lot:r=0", "r"}, {"lot:T=0", "T"}, {"lot:eps=0", "eps"}, {"lot:mass_temp=-1", "mass_temp"},
            {"lot:pivot_init=grid", "pivot_init"}, {"lot:mask_mode=keep-queries", "mask_mode"}}) {
-    EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)reg.create(reg.parse(text)); }, {needle})) << text;
+    EXPECT_TRUE(throwsWith<InvalidArgument>([&, &t = text] { (void)reg.create(reg.parse(t)); }, {needle})) << text;
   }
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { (void)reg.create(reg.parse("lot:pivot_init=file")); },
                                           {"pivot_init=file", "pivots="}));

@@ -16,7 +16,7 @@ namespace {
 using test::gaussian;
 using test::matricesIdentical;
 
-std::shared_ptr<const AttentionInput<double>> makeInput(int n, uint64_t seed, bool padded = false) {
+std::shared_ptr<const AttentionInput<double>> sharedInput(int n, uint64_t seed, bool padded = false) {
   auto in = std::make_shared<AttentionInput<double>>();
   in->Q = gaussian(n, 6, seed);
   in->K = gaussian(n, 6, seed + 1000);
@@ -72,7 +72,7 @@ using Precisions = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(SinkhornCacheTest, Precisions);
 
 TYPED_TEST(SinkhornCacheTest, AGrowingBudgetContinuesTheLoopAndEqualsAFreshRun) {
-  const auto input = makeInput(37, 1);
+  const auto input = sharedInput(37, 1);
   this->runAndCompare(input, params(10, 0.3));
   EXPECT_FALSE(this->cache_.lastReuse().scores);
   EXPECT_EQ(this->cache_.lastReuse().resumedSteps, 0);
@@ -86,7 +86,7 @@ TYPED_TEST(SinkhornCacheTest, AGrowingBudgetContinuesTheLoopAndEqualsAFreshRun) 
 }
 
 TYPED_TEST(SinkhornCacheTest, AShrinkingBudgetReusesTheScaledScoresAndRestarts) {
-  const auto input = makeInput(30, 2);
+  const auto input = sharedInput(30, 2);
   this->runAndCompare(input, params(40, 0.5));
   this->runAndCompare(input, params(7, 0.5));
   EXPECT_TRUE(this->cache_.lastReuse().scaledScores);
@@ -96,7 +96,7 @@ TYPED_TEST(SinkhornCacheTest, AShrinkingBudgetReusesTheScaledScoresAndRestarts) 
 }
 
 TYPED_TEST(SinkhornCacheTest, AnEpsChangeReusesTheScoresButNotTheLoop) {
-  const auto input = makeInput(33, 3);
+  const auto input = sharedInput(33, 3);
   this->runAndCompare(input, params(12, 0.5));
   this->runAndCompare(input, params(20, 0.25));
   EXPECT_TRUE(this->cache_.lastReuse().scores);
@@ -105,7 +105,7 @@ TYPED_TEST(SinkhornCacheTest, AnEpsChangeReusesTheScoresButNotTheLoop) {
 }
 
 TYPED_TEST(SinkhornCacheTest, AnotherInputDropsEverything) {
-  const auto first = makeInput(28, 4), second = makeInput(28, 5);
+  const auto first = sharedInput(28, 4), second = sharedInput(28, 5);
   this->runAndCompare(first, params(8, 0.5));
   this->runAndCompare(second, params(16, 0.5));
   EXPECT_FALSE(this->cache_.lastReuse().scores);
@@ -113,7 +113,7 @@ TYPED_TEST(SinkhornCacheTest, AnotherInputDropsEverything) {
 }
 
 TYPED_TEST(SinkhornCacheTest, MaskModesRunOnTheirOwnTokens) {
-  const auto input = makeInput(31, 6, true);
+  const auto input = sharedInput(31, 6, true);
   this->runAndCompare(input, params(6, 0.5, MaskMode::Subsequence));
   this->runAndCompare(input, params(9, 0.5, MaskMode::Subsequence));
   EXPECT_EQ(this->cache_.lastReuse().resumedSteps, 6);
@@ -127,7 +127,7 @@ TYPED_TEST(SinkhornCacheTest, MaskModesRunOnTheirOwnTokens) {
 }
 
 TYPED_TEST(SinkhornCacheTest, ACancelledRunLeavesTheCacheUsable) {
-  const auto input = makeInput(29, 7);
+  const auto input = sharedInput(29, 7);
   this->runAndCompare(input, params(5, 0.5));
   Feedback cancelled;
   cancelled.cancel();
@@ -138,7 +138,7 @@ TYPED_TEST(SinkhornCacheTest, ACancelledRunLeavesTheCacheUsable) {
 }
 
 TYPED_TEST(SinkhornCacheTest, ARefusedEpsKeepsTheScoresForTheNextOne) {
-  const auto input = makeInput(27, 8);
+  const auto input = sharedInput(27, 8);
   this->runAndCompare(input, params(5, 0.5));
   this->cache_.bindTo(input);
   // Far beyond the overflow bound of docs/conventions.md#overflow in either precision.

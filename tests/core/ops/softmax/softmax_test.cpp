@@ -15,7 +15,7 @@ using test::near;
 using test::referenceRowSoftmax;
 using test::referenceScores;
 
-AttentionInput<double> makeInput(int n, int d, uint64_t seed, bool withV = false) {
+AttentionInput<double> softmaxInput(int n, int d, uint64_t seed, bool withV = false) {
   AttentionInput<double> in;
   in.Q = gaussian(n, d, seed);
   in.K = gaussian(n, d, seed + 500);
@@ -33,7 +33,7 @@ TEST(Softmax, EqualsManualRowSoftmaxAndRowsSumToOne) {
   for (int n : {1, 2, 3, 17, 64})
     for (int d : {1, 8, 32}) {
       SCOPED_TRACE(::testing::Message() << "n=" << n << " d=" << d);
-      const auto in = makeInput(n, d, 3 * n + d);
+      const auto in = softmaxInput(n, d, 3 * n + d);
       const auto r = softmaxAttention(in, SoftmaxParams{});
       EXPECT_TRUE(matricesNear(r.plan.dense(), referenceRowSoftmax(referenceScores(in.Q, in.K)), 1e-12));
       EXPECT_TRUE(matricesNear(r.plan.dense().rowwise().sum(), VecD::Ones(n), 1e-12));
@@ -45,7 +45,7 @@ TEST(Softmax, EqualsManualRowSoftmaxAndRowsSumToOne) {
 
 // Large scores must not overflow (log-domain, never exponentiate unnormalised scores).
 TEST(Softmax, StableForLargeScores) {
-  auto in = makeInput(12, 8, 7);
+  auto in = softmaxInput(12, 8, 7);
   in.Q *= 40.0;  // scores of several hundred
   const auto r = softmaxAttention(in, SoftmaxParams{});
   EXPECT_TRUE(r.plan.dense().allFinite());
@@ -56,7 +56,7 @@ TEST(Softmax, StableForLargeScores) {
 
 // Softmax is the T = 1 Sinkhorn at eps = 1.
 TEST(Softmax, EqualsSinkhornBudgetOne) {
-  const auto in = makeInput(17, 8, 11);
+  const auto in = softmaxInput(17, 8, 11);
   SinkhornParams sp;
   sp.T = 1;
   sp.eps = 1.0;
@@ -66,7 +66,7 @@ TEST(Softmax, EqualsSinkhornBudgetOne) {
 // Duals in score coordinates reproduce the plan: A = n·exp(S + u ⊕ v) (eps = 1), and v = 0 on valid keys.
 TEST(Softmax, DualsReproducePlan) {
   const int n = 17;
-  const auto in = makeInput(n, 8, 13);
+  const auto in = softmaxInput(n, 8, 13);
   const auto r = softmaxAttention(in, SoftmaxParams{});
   ASSERT_EQ(r.u.size(), n);
   ASSERT_EQ(r.v.size(), n);
@@ -75,7 +75,7 @@ TEST(Softmax, DualsReproducePlan) {
 }
 
 TEST(Softmax, OutputIsPlanTimesValues) {
-  const auto in = makeInput(9, 4, 17, /*withV=*/true);
+  const auto in = softmaxInput(9, 4, 17, /*withV=*/true);
   const auto r = softmaxAttention(in, SoftmaxParams{});
   ASSERT_TRUE(r.output.has_value());
   EXPECT_TRUE(matricesNear(*r.output, r.plan.dense() * *in.V, 1e-12));
@@ -86,7 +86,7 @@ TEST(Softmax, OutputIsPlanTimesValues) {
 TEST(Softmax, KeepQueriesMasksKeys) {
   const int n = 9;
   const std::vector<bool> valid = {true, false, true, true, true, false, true, true, false};
-  auto in = makeInput(n, 4, 19);
+  auto in = softmaxInput(n, 4, 19);
   in.mask = test::makeMask(valid);
   const auto r = softmaxAttention(in, params(MaskMode::KeepQueries));
   const MatD S = referenceScores(in.Q, in.K);
@@ -116,7 +116,7 @@ TEST(Softmax, KeepQueriesMasksKeys) {
 TEST(Softmax, SubsequenceDropsPaddedTokens) {
   const int n = 9;
   const std::vector<bool> valid = {true, false, true, true, true, false, true, true, false};
-  auto in = makeInput(n, 4, 23);
+  auto in = softmaxInput(n, 4, 23);
   in.mask = test::makeMask(valid);
   EXPECT_EQ(SoftmaxParams{}.maskMode, MaskMode::Subsequence);
   const auto r = softmaxAttention(in, SoftmaxParams{});
@@ -134,7 +134,7 @@ TEST(Softmax, SubsequenceDropsPaddedTokens) {
 }
 
 TEST(Softmax, SingleTokenIsOne) {
-  const auto in = makeInput(1, 5, 29);
+  const auto in = softmaxInput(1, 5, 29);
   EXPECT_TRUE(near(softmaxAttention(in, SoftmaxParams{}).plan(0, 0), 1.0, 1e-15));
 }
 
