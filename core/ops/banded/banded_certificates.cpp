@@ -84,8 +84,13 @@ Contraction CertificateBlock::at(double eps) const {
   c.rhoRange = std::pow(std::tanh(range / 2), 2);
   c.oneMinusRhoRange = sech2(range / 2);
   // docs/operators/banded.md#certificates: ⌈log(reduction) / log(ρ_H)⌉ with log ρ_H = log1p(−margin).
-  if (c.rhoH == 0) c.predictedSteps = 1;
-  else if (c.oneMinusRhoH > 0) c.predictedSteps = (long long)std::ceil(std::log(kPredictionReduction) / std::log1p(-c.oneMinusRhoH));
+  if (c.rhoH == 0) {
+    c.predictedSteps = 1;
+  } else if (c.oneMinusRhoH > 0) {
+    // A margin below about 1e-18 predicts more steps than a count holds: no prediction, as when it underflows.
+    const double steps = std::ceil(std::log(kPredictionReduction) / std::log1p(-c.oneMinusRhoH));
+    if (steps < 9e18) c.predictedSteps = (long long)steps;
+  }
   return c;
 }
 

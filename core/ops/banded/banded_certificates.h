@@ -29,7 +29,7 @@ struct Contraction {
   double rhoH, oneMinusRhoH;    // tanh²(Δ/4), sech²(Δ/4)
   double rhoRange, oneMinusRhoRange;  // tanh²(Ω_S/2) ≥ ρ_H, with Ω_S = max − min of S/eps
   // Full steps for the Hilbert distance of the iterate to shrink by kPredictionReduction: 1 when ρ_H = 0,
-  // none when the margin underflows (no useful prediction).
+  // none when the margin underflows or the count would exceed 9·10^18 (no useful prediction).
   std::optional<long long> predictedSteps;
 };
 constexpr double kPredictionReduction = 1e-6;

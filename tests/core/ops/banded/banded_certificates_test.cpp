@@ -179,6 +179,11 @@ TEST(ProjectiveCertificate, FastDiameterEqualsBruteForceAndHasTheSymmetries) {
   EXPECT_EQ(far.rhoH, 1.0);
   EXPECT_GT(far.oneMinusRhoH, 0.0);
   EXPECT_NEAR(far.oneMinusRhoH, 4 * std::exp(-100.0), 1e-12 * 4 * std::exp(-100.0));
+  EXPECT_FALSE(far.predictedSteps) << "about 3·10^44 steps: beyond any count, so no prediction";
+  const Contraction slow = CertificateBlock{0, 2, 0, 2, true, 40, 30}.at(1.0);  // margin 8e-9
+  ASSERT_TRUE(slow.predictedSteps);
+  const double slowSteps = std::log(1e6) / (4 * std::exp(-20.0));  // about 1.7·10^9
+  EXPECT_NEAR(double(*slow.predictedSteps), slowSteps, 1e-6 * slowSteps);
 }
 
 // Oracle 12: one full Sinkhorn step contracts the oscillation of v − v' by at most ρ_H on a positive block.
