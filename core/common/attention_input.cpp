@@ -7,7 +7,7 @@ namespace {
 
 template <class T>
 void requireFinite(const Mat<T>& m, const char* name) {
-  if (m.allFinite()) return;
+  if (allEntriesFinite(m)) return;
   for (Eigen::Index i = 0; i < m.rows(); ++i)
     for (Eigen::Index j = 0; j < m.cols(); ++j)
       if (!std::isfinite(m(i, j)))

@@ -25,7 +25,7 @@ void checkInstance(const FitInstance& in, const MatD& slices) {
                           std::to_string(in.Q.cols()));
   if (in.mask && (in.mask->size() != n || !in.mask->any()))
     throw InvalidArgument("asap fit: the mask needs one entry per token and at least one valid token");
-  if (!in.Q.allFinite() || !in.K.allFinite()) throw InvalidArgument("asap fit: Q and K must be finite");
+  if (!allEntriesFinite(in.Q) || !allEntriesFinite(in.K)) throw InvalidArgument("asap fit: Q and K must be finite");
 }
 
 }  // namespace

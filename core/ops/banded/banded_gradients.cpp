@@ -21,7 +21,7 @@ void checkCotangent(const AttentionInput<T>& input, const Mat<T>& G) {
     throw InvalidArgument("banded gradients: G is " + std::to_string(G.rows()) + "×" + std::to_string(G.cols()) +
                           " but the output is " + std::to_string(input.Q.rows()) + "×" +
                           std::to_string(input.V->cols()) + " (n_q × d_v)");
-  if (!G.allFinite()) throw InvalidArgument("banded gradients: G has NaN or infinite entries");
+  if (!allEntriesFinite(G)) throw InvalidArgument("banded gradients: G has NaN or infinite entries");
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ std::vector<int> assign(const MatD& points, const MatD& centres) {
 }
 
 void requireFinite(const MatD& m, const std::string& what) {
-  if (!m.allFinite()) throw InvalidArgument("lot: " + what + " contains NaN or Inf; give finite values");
+  if (!allEntriesFinite(m)) throw InvalidArgument("lot: " + what + " contains NaN or Inf; give finite values");
 }
 
 }  // namespace
