@@ -9,6 +9,7 @@
 #include "model/normalisers/esp_soft_output.h"
 #include "model/normalisers/families.h"
 #include "model/normalisers/normaliser.h"
+#include "common/parallel.h"
 #include "ops/esp/esp.h"
 
 namespace tl {
@@ -122,13 +123,15 @@ class EspNormaliser : public TorchNormaliserImpl {
     const torch::Tensor qc = q.contiguous(), kc = k.contiguous(), vc = v.to(q.scalar_type()).contiguous();
     const int64_t heads = q.size(0) * q.size(1), nq = q.size(2), dv = v.size(3);
     torch::Tensor out = torch::empty({q.size(0), q.size(1), nq, dv}, q.options());
-    for (int64_t bh = 0; bh < heads; ++bh) {
+    T* const outData = out.data_ptr<T>();
+    // Heads (images × heads) across the cores: at model sizes one head is too small to split well.
+    parallelForEach(heads, [&](Eigen::Index bh) {
       AttentionInput<T> head;
       head.Q = headMatrix<T>(qc, bh);
       head.K = headMatrix<T>(kc, bh);
       head.V = headMatrix<T>(vc, bh);
-      Eigen::Map<Mat<T>>(out.data_ptr<T>() + bh * nq * dv, nq, dv) = espLazyOutput<T>(head, p_);
-    }
+      Eigen::Map<Mat<T>>(outData + bh * nq * dv, nq, dv) = espLazyOutput<T>(head, p_);
+    });
     return out;
   }
 

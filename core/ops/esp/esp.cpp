@@ -1,5 +1,6 @@
 #include "ops/esp/esp.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -7,9 +8,9 @@
 
 #include "common/errors.h"
 #include "common/parallel.h"
-#include "cuda/esp_math.h"
 #include "ops/esp/esp_device.h"
 #include "ops/esp/esp_result.h"
+#include "ops/esp/sliced_plan.h"
 #include "ops/esp/soft_sort.h"
 #include "ops/family.h"
 #include "ops/log_domain.h"
@@ -27,16 +28,26 @@ struct HardSlices {
   Vec<T> costs;
 };
 
-// s_l = x·θ_l of every token (rows) and slice (columns), token by token in a fixed order (cuda/esp_math.h):
-// identical tokens tie wherever they sit, and the device's projections are these bit for bit.
+// s_l = x·θ_l of every token (rows) and slice (columns), each the sum cuda::espProjection forms (one FMA per
+// feature in increasing order): identical tokens tie wherever they sit, and the device's projections are these
+// bit for bit. The loop runs over the slices innermost, on θᵀ's contiguous rows, so it vectorises; each
+// s_l's own chain of FMAs is unchanged.
 template <class T>
 Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
-  Mat<T> out(X.rows(), theta.rows());
-  const double work = double(X.rows()) * double(theta.rows()) * double(X.cols());
+  const Eigen::Index slices = theta.rows(), d = X.cols();
+  const Mat<T> thetaT = theta.transpose();  // d × L
+  Mat<T> out(X.rows(), slices);
+  const double work = double(X.rows()) * double(slices) * double(d);
   parallelFor(X.rows(), work, [&](Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index i = begin; i < end; ++i)
-      for (Eigen::Index l = 0; l < theta.rows(); ++l)
-        out(i, l) = cuda::espProjection(X.row(i).data(), theta.row(l).data(), int(X.cols()));
+    for (Eigen::Index i = begin; i < end; ++i) {
+      T* s = out.row(i).data();
+      std::fill(s, s + slices, T(0));
+      for (Eigen::Index c = 0; c < d; ++c) {
+        const T x = X(i, c);
+        const T* directionsAtC = thetaT.row(c).data();
+        for (Eigen::Index l = 0; l < slices; ++l) s[l] = std::fma(x, directionsAtC[l], s[l]);
+      }
+    }
   });
   return out;
 }
@@ -171,7 +182,16 @@ Mat<T> espLazyOutput(const AttentionInput<T>& input, const EspParams& params, Fe
   if (params.sort != SortMode::Hard)
     throw InvalidArgument("esp: the lazy path applies hard plans only; use sort=hard or the dense plan");
   if (!input.V) throw InvalidArgument("esp: the lazy path computes O = A·V and needs V");
-  return *espAttention(input, params, feedback).output;
+  if (input.mask && !input.mask->all()) return *espAttention(input, params, feedback).output;
+  // Unpadded (every model's inference): espAttention's output without the plan object, the extras and the
+  // marginal check that the views read, which cost as much again as the output at model sizes.
+  params.check();
+  validateInput(input);
+  const auto [Q, K] = espQueriesAndKeys(input, params);
+  const Mat<T> theta = sliceDirections(params.slices, int(Q.cols())).template cast<T>();
+  const HardSlices<T> hard = hardSlices(Q, K, theta, params, feedback);
+  const Eigen::Index nq = Q.rows();
+  return slicedProduct(hard.slices, sliceWeights(hard.costs, params.tau), nq, *input.V, nq, false);
 }
 
 template Vec<float> sliceWeights(const Vec<float>&, double);

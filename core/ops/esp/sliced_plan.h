@@ -12,6 +12,17 @@
 
 namespace tl {
 
+// Σ_l n_q·w_l·U_l·M (or U_lᵀ·M with `transposed`) by gathers, slice by slice in order, into an outRows-row
+// result: A·V (and Aᵀ·W) of the sliced plan, also for callers that need only the output (espLazyOutput).
+template <class T>
+Mat<T> slicedProduct(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq, const Mat<T>& M,
+                     Eigen::Index outRows, bool transposed) {
+  Mat<T> out = Mat<T>::Zero(outRows, M.cols());
+  for (size_t l = 0; l < slices.size(); ++l)
+    addSliceProduct(slices[l], T(nq) * weights(Eigen::Index(l)), M, out, transposed);
+  return out;
+}
+
 template <class T>
 class SlicedPlan final : public TransportPlan<T> {
  public:
@@ -50,9 +61,7 @@ class SlicedPlan final : public TransportPlan<T> {
  private:
   T share(size_t l) const { return T(rows_) * weights_(Eigen::Index(l)); }  // n_q·w_l
   Mat<T> product(const Mat<T>& M, Eigen::Index outRows, bool transposed) const {
-    Mat<T> out = Mat<T>::Zero(outRows, M.cols());
-    for (size_t l = 0; l < slices_.size(); ++l) addSliceProduct(slices_[l], share(l), M, out, transposed);
-    return out;
+    return slicedProduct(slices_, weights_, rows_, M, outRows, transposed);
   }
 
   std::vector<HardSlice> slices_;
