@@ -75,5 +75,30 @@ TEST(AttentionInput, RejectsNonFiniteValuesNamingTheTensor) {
   EXPECT_TRUE(throwsWith<InvalidArgument>([&] { validateInput(f); }, {"Q"}));
 }
 
+// allEntriesFinite (common/matrix.h) finds one NaN or ±Inf at any position of row-major matrices and vectors
+// of either precision, longer than a vector register, and accepts the largest finite values.
+TEST(AllEntriesFinite, FindsEveryNonFiniteEntryAndAcceptsHugeFiniteOnes) {
+  const double bad[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                        -std::numeric_limits<double>::infinity()};
+  MatD m = test::gaussian(7, 13, 4);
+  m(3, 5) = std::numeric_limits<double>::max();
+  m(6, 12) = -std::numeric_limits<double>::max();
+  EXPECT_TRUE(allEntriesFinite(m));
+  EXPECT_TRUE(allEntriesFinite(MatF(m.cast<float>().cwiseMin(1e30f).cwiseMax(-1e30f))));
+  for (const double value : bad)
+    for (Eigen::Index i = 0; i < m.size(); i += 10) {
+      MatD withBad = m;
+      withBad.data()[i] = value;
+      EXPECT_FALSE(allEntriesFinite(withBad)) << value << " at entry " << i;
+      MatF single = m.cast<float>().cwiseMin(1e30f).cwiseMax(-1e30f);
+      single.data()[i] = float(value);
+      EXPECT_FALSE(allEntriesFinite(single)) << value << " at entry " << i << " (float32)";
+    }
+  VecD v = VecD::Ones(33);
+  EXPECT_TRUE(allEntriesFinite(v));
+  v(32) = bad[1];
+  EXPECT_FALSE(allEntriesFinite(v));
+}
+
 }  // namespace
 }  // namespace tl
