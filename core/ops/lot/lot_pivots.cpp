@@ -1,7 +1,9 @@
 #include "ops/lot/lot_pivots.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "common/errors.h"
@@ -99,10 +101,29 @@ LotPivots gaussianPivots(int r, int d, uint64_t seed) {
   return p;
 }
 
-MatD kmeansCentres(const MatD& points, int r, uint64_t seed, Feedback& feedback) {
-  if (r < 1 || r > points.rows())
-    throw InvalidArgument("lot: k-means needs 1 <= r <= number of points; r = " + std::to_string(r) + ", points = " +
-                          std::to_string(points.rows()));
+namespace {
+
+// The last k-means result and what it came from. The GUI reruns LOT on every slider move (T, eps, mass_temp)
+// on the same tokens, r and seed, and k-means was most of such a run at n = 4096; the centres depend on
+// nothing else, so the same points (byte for byte), r and seed get the kept centres.
+struct KMeansMemo {
+  std::mutex mutex;
+  MatD points, centres;
+  int r = 0;
+  uint64_t seed = 0;
+
+  bool holds(const MatD& p, int r_, uint64_t seed_) const {
+    return r == r_ && seed == seed_ && points.rows() == p.rows() && points.cols() == p.cols() &&
+           std::memcmp(points.data(), p.data(), sizeof(double) * size_t(p.size())) == 0;
+  }
+};
+
+KMeansMemo& kmeansMemo() {
+  static KMeansMemo memo;
+  return memo;
+}
+
+MatD lloydCentres(const MatD& points, int r, uint64_t seed, Feedback& feedback) {
   SeededRandom rng(seed);
   MatD centres = kmeansPlusPlus(points, r, rng);
   std::vector<int> label = assign(points, centres);
@@ -120,6 +141,26 @@ MatD kmeansCentres(const MatD& points, int r, uint64_t seed, Feedback& feedback)
     if (next == label) break;
     label = std::move(next);
   }
+  return centres;
+}
+
+}  // namespace
+
+MatD kmeansCentres(const MatD& points, int r, uint64_t seed, Feedback& feedback) {
+  if (r < 1 || r > points.rows())
+    throw InvalidArgument("lot: k-means needs 1 <= r <= number of points; r = " + std::to_string(r) + ", points = " +
+                          std::to_string(points.rows()));
+  KMeansMemo& memo = kmeansMemo();
+  {
+    const std::lock_guard<std::mutex> lock(memo.mutex);
+    if (memo.holds(points, r, seed)) return memo.centres;
+  }
+  MatD centres = lloydCentres(points, r, seed, feedback);
+  const std::lock_guard<std::mutex> lock(memo.mutex);
+  memo.points = points;
+  memo.centres = centres;
+  memo.r = r;
+  memo.seed = seed;
   return centres;
 }
 

@@ -34,7 +34,8 @@ struct LotPivots {
 LotPivots gaussianPivots(int r, int d, uint64_t seed);
 
 // k-means++ seeding then Lloyd iterations (ties go to the lower centre index) until no point changes
-// cluster, at most kMaxLloydIterations. An empty cluster keeps its centre. Needs r ≤ points.rows().
+// cluster, at most kMaxLloydIterations. An empty cluster keeps its centre. Needs r ≤ points.rows(). The last
+// result is kept: the same points (byte for byte), r and seed return it without recomputing (slider moves).
 MatD kmeansCentres(const MatD& points, int r, uint64_t seed, Feedback& feedback = noFeedback());
 constexpr int kMaxLloydIterations = 100;
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "data/random.h"
 #include "io/npy.h"
 #include "ops/lot/lot.h"
@@ -50,6 +52,7 @@ TEST(LotPivots, KMeansIsDeterministicGivenTheSeed) {
   const auto in = makeInput(60, 7, 1);
   for (uint64_t seed : {0u, 1u, 12345u}) {
     const MatD a = kmeansCentres(unionOf(in), 6, seed);
+    (void)kmeansCentres(unionOf(in), 5, seed);  // evicts the kept result, so the next call computes again
     EXPECT_TRUE(matricesNear(a, kmeansCentres(unionOf(in), 6, seed), 0.0));
     // The operator's pivots are exactly these centres, and two runs are bit-identical.
     const auto r1 = lotAttention(in, kmeansParams(6, seed));
@@ -57,6 +60,22 @@ TEST(LotPivots, KMeansIsDeterministicGivenTheSeed) {
     EXPECT_TRUE(matricesNear(r1.extras.at("lot_pivots"), a, 0.0));
     EXPECT_TRUE(matricesNear(r1.plan.dense(), r2.plan.dense(), 0.0));
   }
+}
+
+// The last result is kept: the same points, r and seed return it without any work (so even a cancelled request
+// gets it), while any other point, r or seed computes afresh (a cancelled request then stops).
+TEST(LotPivots, KMeansKeepsItsLastResultForTheSameInputsOnly) {
+  const MatD points = unionOf(makeInput(40, 5, 3));
+  const MatD centres = kmeansCentres(points, 4, 7);
+  Feedback cancelled;
+  cancelled.cancel();
+  EXPECT_TRUE(matricesNear(kmeansCentres(points, 4, 7, cancelled), centres, 0.0));
+  MatD moved = points;
+  moved(17, 2) = std::nextafter(moved(17, 2), 1e9);
+  EXPECT_THROW(kmeansCentres(moved, 4, 7, cancelled), Canceled);
+  EXPECT_THROW(kmeansCentres(points, 3, 7, cancelled), Canceled);
+  EXPECT_THROW(kmeansCentres(points, 4, 8, cancelled), Canceled);
+  EXPECT_TRUE(matricesNear(kmeansCentres(points, 4, 7, cancelled), centres, 0.0));
 }
 
 // Lloyd's fixed point: every centre is the mean of the points nearest to it.
