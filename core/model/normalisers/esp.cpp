@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/parallel.h"
 #include "model/normalisers/esp_soft_output.h"
 #include "model/normalisers/families.h"
 #include "model/normalisers/normaliser.h"
-#include "common/parallel.h"
 #include "ops/esp/esp.h"
 
 namespace tl {

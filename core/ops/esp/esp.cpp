@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "common/errors.h"
 #include "common/parallel.h"
@@ -21,9 +22,11 @@ namespace tl {
 namespace {
 
 // Everything the hard path needs, with nothing n×n: per-slice tie groups and couplings, and D_l
-// (docs/operators/esp.md#lazy-path).
+// (docs/operators/esp.md#lazy-path); with the queries and keys they were computed on (compat applied) and the
+// slice directions θ, which the soft plan and the result's extras use too.
 template <class T>
 struct HardSlices {
+  Mat<T> Q, K, theta;
   std::vector<HardSlice> slices;
   Vec<T> costs;
 };
@@ -53,10 +56,15 @@ Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
 }
 
 template <class T>
-HardSlices<T> hardSlices(const Mat<T>& Q, const Mat<T>& K, const Mat<T>& theta, const EspParams& p, Feedback& feedback) {
+HardSlices<T> hardSlices(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
+  HardSlices<T> h;
+  std::tie(h.Q, h.K) = espQueriesAndKeys(in, p);
+  h.theta = sliceDirections(p.slices, int(h.Q.cols())).template cast<T>();
+  const Mat<T>& Q = h.Q;
+  const Mat<T>& K = h.K;
+  const Mat<T>& theta = h.theta;
   const Mat<T> projQ = projections(Q, theta), projK = projections(K, theta);  // s^Q_l, s^K_l as columns
   const auto coupling = rankCoupling(int(Q.rows()), int(K.rows()), p.rankCoupling);
-  HardSlices<T> h;
   h.slices.resize(size_t(theta.rows()));
   h.costs.resize(theta.rows());
   // Slices are independent (two sorts and a cost each): split across threads. A cancel is seen before and after
@@ -131,14 +139,12 @@ template <class T>
 PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
-  const auto [Q, K] = espQueriesAndKeys(in, p);
-  const Mat<T> theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
-  HardSlices<T> hard = hardSlices(Q, K, theta, p, feedback);
+  HardSlices<T> hard = hardSlices(in, p, feedback);
   // Hard: the plan stays a set of weighted slice matchings, nothing n×n (sliced_plan.h).
-  PlanResult<T> r = hardEspResult<T>(std::move(hard.slices), hard.costs, theta, p.tau, nq, nk);
+  PlanResult<T> r = hardEspResult<T>(std::move(hard.slices), hard.costs, hard.theta, p.tau, nq, nk);
   if (p.sort == SortMode::Soft) {
     checkDenseSize(std::max(nq, nk), std::max(nq, nk), sizeof(T), "ESP SoftSort");
-    SoftPlan<T> soft = softPlan(Q, K, theta, p, feedback);
+    SoftPlan<T> soft = softPlan(hard.Q, hard.K, hard.theta, p, feedback);
     r.extras[EspExtras::hardDistance] =
         Mat<T>::Constant(1, 1, (soft.plan - r.plan.structure()->materialize()).cwiseAbs().maxCoeff());
     r.plan = std::move(soft.plan);
@@ -187,10 +193,8 @@ Mat<T> espLazyOutput(const AttentionInput<T>& input, const EspParams& params, Fe
   // marginal check that the views read, which cost as much again as the output at model sizes.
   params.check();
   validateInput(input);
-  const auto [Q, K] = espQueriesAndKeys(input, params);
-  const Mat<T> theta = sliceDirections(params.slices, int(Q.cols())).template cast<T>();
-  const HardSlices<T> hard = hardSlices(Q, K, theta, params, feedback);
-  const Eigen::Index nq = Q.rows();
+  const HardSlices<T> hard = hardSlices(input, params, feedback);
+  const Eigen::Index nq = input.Q.rows();
   return slicedProduct(hard.slices, sliceWeights(hard.costs, params.tau), nq, *input.V, nq, false);
 }
 
