@@ -27,6 +27,11 @@ class Operator {
   // matchings, the band): the result's output and marginals then come without any n×n matrix, which is
   // formed only when something asks for plan.dense().
   virtual bool structuredPlan() const = 0;
+  // O = A·V alone, for structured operators: without the plan object, the diagnostics and the family extras that
+  // run() adds for the views (what a model's forward needs, and what `tlens bench --lazy` times). Equal to
+  // run(input).output; InvalidArgument without V or when the plan is not structured.
+  virtual Mat<double> lazyOutput(const AttentionInput<double>& input, Feedback& feedback) const = 0;
+  virtual Mat<float> lazyOutput(const AttentionInput<float>& input, Feedback& feedback) const = 0;
 
   // The CUDA backend (float32): std::nullopt when this operator runs on the GPU, else why not ("esp has no
   // CUDA kernels yet", "this TransportLens was built without CUDA"). runCuda takes the heads of one layer

@@ -204,7 +204,8 @@ void registerBanded(OperatorRegistry& registry) {
        {},
        [](const BandedParams&) { return true; },
        cuda},
-      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedAttention(input, p, f); }));
+      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedAttention(input, p, f); },
+      [](const auto& input, const BandedParams& p, Feedback& f) { return bandedOutput(input, p, f); }));
 }
 
 }  // namespace tl

@@ -216,7 +216,8 @@ void registerEsp(OperatorRegistry& registry) {
        {Backend::Torch},
        [](const EspParams& p) { return p.sort == SortMode::Hard; },
        cuda},
-      [](const auto& input, const EspParams& p, Feedback& f) { return espAttention(input, p, f); }));
+      [](const auto& input, const EspParams& p, Feedback& f) { return espAttention(input, p, f); },
+      [](const auto& input, const EspParams& p, Feedback& f) { return espLazyOutput(input, p, f); }));
 }
 
 }  // namespace tl

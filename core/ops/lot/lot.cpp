@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
@@ -30,14 +31,21 @@ void validateParams(const LotParams& p) {
                           "; set pivot_init=file (or auto) to use them, or leave pivots out");
 }
 
-// Both problems on an input without padding, on the CPU.
+// The pivots and both problems on an input without padding, on the CPU.
+template <class T>
+std::pair<LotPivots, LotCoupling<T>> lotCouplingOnValid(const AttentionInput<T>& valid, const LotParams& p,
+                                                        bool trackErrors, Feedback& feedback) {
+  LotPivots pivots = lotPivotsFor(valid, p, feedback);
+  LotCoupling<T> c = solveLotCoupling<T>(valid.Q, valid.K, pivots.locations.template cast<T>(),
+                                         logPivotMasses<T>(pivots.massLogits, p.massTemp), p.eps, p.T, trackErrors,
+                                         feedback);
+  return {std::move(pivots), std::move(c)};
+}
+
 template <class T>
 PlanResult<T> lotOnValid(const AttentionInput<T>& valid, const LotParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
-  const LotPivots pivots = lotPivotsFor(valid, p, feedback);
-  const LotCoupling<T> c = solveLotCoupling<T>(valid.Q, valid.K, pivots.locations.template cast<T>(),
-                                               logPivotMasses<T>(pivots.massLogits, p.massTemp), p.eps, p.T,
-                                               /*trackErrors=*/true, feedback);
+  const auto [pivots, c] = lotCouplingOnValid(valid, p, /*trackErrors=*/true, feedback);
   PlanResult<T> r = lotResult(c, pivots, valid.V ? std::optional<Mat<T>>(c.apply(*valid.V)) : std::nullopt);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -169,7 +177,12 @@ PlanResult<T> lotAttention(const AttentionInput<T>& input, const LotParams& para
 template <class T>
 Mat<T> lotOutput(const AttentionInput<T>& input, const LotParams& params, Feedback& feedback) {
   if (!input.V) throw InvalidArgument("lot: the lazy output O = A·V needs values V");
-  return *lotAttention(input, params, feedback).output;
+  if (input.mask && !input.mask->all()) return *lotAttention(input, params, feedback).output;
+  // Unpadded: lotAttention's output without the error history (both plans formed after every step: twice the
+  // exponentials of the normalisations themselves), the plan object and the extras that the views read.
+  validateParams(params);
+  validateInput(input);
+  return lotCouplingOnValid(input, params, /*trackErrors=*/false, feedback).second.apply(*input.V);
 }
 
 template PlanResult<float> lotAttention(const AttentionInput<float>&, const LotParams&, Feedback&);
@@ -194,7 +207,8 @@ void registerLot(OperatorRegistry& registry) {
        {Backend::Torch},
        [](const LotParams&) { return true; },
        cuda},
-      [](const auto& input, const LotParams& p, Feedback& f) { return lotAttention(input, p, f); }));
+      [](const auto& input, const LotParams& p, Feedback& f) { return lotAttention(input, p, f); },
+      [](const auto& input, const LotParams& p, Feedback& f) { return lotOutput(input, p, f); }));
 }
 
 }  // namespace tl

@@ -87,6 +87,28 @@ TEST(TransportPlan, EveryFamilysPlanAnswersLikeItsDenseMatrix) {
   }
 }
 
+// The registry's lazy output is the structured families' output without the plan (with and without padding, in
+// both precisions); the dense families refuse it instead of forming n×n behind the caller's back.
+TEST(TransportPlan, LazyOutputIsTheOutputOfRunForStructuredPlansOnly) {
+  const auto& reg = OperatorRegistry::builtin();
+  auto padded = tokens(11, 4, 3);
+  padded.mask = Mask::Ones(11);
+  (*padded.mask)(4) = false;
+  for (const char* spec : {"esp:tau=0.5", "lot:r=4", "lot:r=3,T=4", "banded:W=3", "banded:W=2,dustbin=true"}) {
+    const auto op = reg.create(reg.parse(spec));
+    ASSERT_TRUE(op->structuredPlan()) << spec;
+    for (const auto& in : {tokens(12, 4, 3), padded}) {
+      EXPECT_TRUE(matricesNear(op->lazyOutput(in, noFeedback()), *op->run(in, noFeedback()).output, 1e-12)) << spec;
+      const AttentionInput<float> single = in.cast<float>();
+      EXPECT_TRUE(matricesNear(op->lazyOutput(single, noFeedback()), *op->run(single, noFeedback()).output, 1e-5f))
+          << spec;
+    }
+  }
+  for (const char* spec : {"softmax", "sinkhorn:T=3", "esp:sort=soft", "diff"})
+    EXPECT_THROW((void)reg.create(reg.parse(spec))->lazyOutput(tokens(6, 4, 3), noFeedback()), InvalidArgument)
+        << spec;
+}
+
 TEST(TransportPlan, PaddedTokensStayZeroInStructuredPlans) {
   auto in = tokens(10, 4, 5);
   in.mask = Mask::Ones(10);
