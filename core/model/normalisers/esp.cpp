@@ -3,8 +3,9 @@
 // are the core's; gradients reach Q, K through the slice weights and V. Without the attention matrix
 // (training), soft p = 2 self-attention runs through esp_soft_output.h, which never forms the
 // [B, H, L, n, n] plans.
-#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "common/parallel.h"
 #include "model/normalisers/esp_soft_output.h"
@@ -38,9 +39,9 @@ torch::Tensor hardSlicePlans(const torch::Tensor& q, const torch::Tensor& k, con
     // The same projections as the core operator computes (ops/esp.cpp), so sort orders agree bit for bit.
     const Mat<T> projQ = Q * theta.transpose(), projK = K * theta.transpose();
     for (Eigen::Index l = 0; l < theta.rows(); ++l) {
-      Mat<T> slicePlan = Mat<T>::Zero(nq, nk);
-      addSlicePlan(hardSlice<T>(projQ.col(l), projK.col(l), coupling, p.ties), T(nq), slicePlan);
-      std::copy(slicePlan.data(), slicePlan.data() + nq * nk, out + (bh * theta.rows() + l) * nq * nk);
+      Eigen::Map<Mat<T>> slicePlan(out + (bh * theta.rows() + l) * nq * nk, nq, nk);
+      slicePlan.setZero();
+      addSlicePlan<T>(hardSlice<T>(projQ.col(l), projK.col(l), coupling, p.ties), T(nq), slicePlan);
     }
   }
   return U;

@@ -144,7 +144,7 @@ void forEachSliceEntry(const HardSlice& s, T scale, Visit&& visit) {
 }  // namespace
 
 template <class T>
-void addSlicePlan(const HardSlice& s, T scale, Mat<T>& plan, Eigen::Index firstRow) {
+void addSlicePlan(const HardSlice& s, T scale, Eigen::Ref<Mat<T>> plan, Eigen::Index firstRow) {
   forEachSliceEntry(s, scale, [&](Eigen::Index i, Eigen::Index j, T a) {
     if (i >= firstRow && i < firstRow + plan.rows()) plan(i - firstRow, j) += a;
   });
@@ -183,7 +183,7 @@ void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& outpu
   template HardSlice hardSliceFromOrders(const Vec<T>&, std::vector<int>, const Vec<T>&, std::vector<int>,         \
                                          const std::vector<RankCouplingEntry>&, TiePolicy);                     \
   template T sliceCost(const HardSlice&, const Mat<T>&, const Mat<T>&, double);                                 \
-  template void addSlicePlan(const HardSlice&, T, Mat<T>&, Eigen::Index);                                       \
+  template void addSlicePlan(const HardSlice&, T, Eigen::Ref<Mat<T>>, Eigen::Index);                           \
   template void addSliceEntries(const HardSlice&, T, std::vector<PlanEntry<T>>&);                                                     \
   template void addSliceProduct(const HardSlice&, T, const Mat<T>&, Mat<T>&, bool);
 TL_ESP_SLICE(float)

@@ -48,9 +48,10 @@ template <class T>
 T sliceCost(const HardSlice& slice, const Mat<T>& Q, const Mat<T>& K, double p);
 
 // plan += scale·U_l (scale = n_q·w_l gives this slice's share of A = n_q·G), for the rows
-// [firstRow, firstRow + plan.rows()) of U_l.
+// [firstRow, firstRow + plan.rows()) of U_l; `plan` is a matrix or a block of a matrix's rows (call it as
+// addSlicePlan<T>: T is not deduced from the block).
 template <class T>
-void addSlicePlan(const HardSlice& slice, T scale, Mat<T>& plan, Eigen::Index firstRow = 0);
+void addSlicePlan(const HardSlice& slice, T scale, Eigen::Ref<Mat<T>> plan, Eigen::Index firstRow = 0);
 // entries += the entries of scale·U_l (a pair appears once per slice; SlicedPlan merges them).
 template <class T>
 void addSliceEntries(const HardSlice& slice, T scale, std::vector<PlanEntry<T>>& entries);
