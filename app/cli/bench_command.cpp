@@ -109,11 +109,10 @@ template <class T>
 std::vector<double> timeOperator(const Operator& op, int n, int d, int repeats, bool lazy) {
   const AttentionInput<T> input = gaussianHead<T>(n, d, 0);
   auto once = [&] {
-    if (lazy) {
+    if (lazy)
       (void)op.lazyOutput(input, noFeedback());
-      return;
-    }
-    (void)op.run(input, noFeedback()).plan.dense();
+    else
+      (void)op.run(input, noFeedback()).plan.dense();
   };
   once();
   std::vector<double> seconds;
