@@ -18,7 +18,7 @@
 #include "commands.h"
 #include "ops/asap/compiled_asap.h"
 #include "common/errors.h"
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 #include "common/parallel.h"
 #include "cpu_floor.h"
 #include "data/random.h"
@@ -222,10 +222,11 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
   machine["logical_cores"] = std::thread::hardware_concurrency();
   machine["cpp_threads"] = request.threads;
   machine["reference_threads"] = reference.report.value("threads", 0);
-  // Both sides fault their large buffers in as huge pages when the kernel allows it (the same environment).
+  // Both sides fault their large buffers in as huge pages when the kernel allows it, and reuse the pages of freed
+  // ones (the same environment).
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   machine["huge_pages"] = {{"kernel_transparent_hugepage", transparentHugePageMode()},
-                           {"cpp", "madvise(MADV_HUGEPAGE) on the n x n buffers (largeMatrix)"},
+                           {"cpp", "madvise(MADV_HUGEPAGE) on the n x n buffers (largeMatrix); freed buffers kept (keepFreedBuffers)"},
                            {"reference_environment", referenceEnvironment()},
                            {"glibc_tunables", tunables ? tunables : ""}};
   return {{"d", request.d},

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "common/errors.h"
+#include "common/large_buffers.h"
 #ifdef TL_WITH_TORCH
 #include "model/vit_model_backend.h"
 #endif
@@ -82,6 +83,7 @@ int dispatch(const tl::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tl::keepFreedBuffers();  // before any thread: n × n buffers reuse their pages (common/large_buffers.h)
 #ifdef TL_WITH_TORCH
   tl::installVitModelBackend();  // model sources (--source model:...) and checkpoint sessions
 #endif

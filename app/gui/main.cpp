@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "common/errors.h"
+#include "common/large_buffers.h"
 #include "latency_benchmark.h"
 #include "openmp_wait_policy.h"
 #include "quit_on_signal.h"
@@ -64,6 +65,7 @@ QString offerRecovery(tl::SessionAutosave& autosave, tl::RestoreAnswer answer, t
 
 int main(int argc, char** argv) {
   tl::preferPassiveOpenMpWaits(argv);
+  tl::keepFreedBuffers();  // before any thread: n × n buffers reuse their pages (common/large_buffers.h)
 #ifdef TL_WITH_TORCH
   tl::installVitModelBackend();  // checkpoint sessions
 #endif

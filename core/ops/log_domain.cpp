@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 #include "common/parallel.h"
 
 namespace tl {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 #include "common/parallel.h"
 #include "ops/log_domain.h"
 

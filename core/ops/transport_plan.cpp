@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 #include "common/parallel.h"
 #include "cuda/tile_index.h"
 #include "ops/display_grid.h"

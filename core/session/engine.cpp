@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "common/large_buffers.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "session/backend_choice.h"
 
@@ -206,6 +207,7 @@ LoadedSource Engine::inputFor(const SourceSpec& source, Feedback& feedback) {
   if (cachedInput_.input && key == cachedSourceKey_) return cachedInput_;
   cachedInput_ = loadSource(source, feedback);
   cachedSourceKey_ = key;
+  releaseKeptBuffers();  // the old tokens' buffers are free now, and their sizes will not come back
   return cachedInput_;
 }
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 #include "common/parallel.h"
 #include "ops/esp/esp_slice.h"
 #include "ops/transport_plan.h"

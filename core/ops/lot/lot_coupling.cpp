@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 #include "common/parallel.h"
 #include "ops/display_grid.h"
 #include "ops/log_domain.h"

@@ -1,5 +1,6 @@
 #pragma once
-// Dense n × n buffers backed by transparent huge pages (docs/architecture.md#large-buffers-and-huge-pages).
+// Dense n × n buffers: backed by transparent huge pages, and kept in the process for reuse once freed
+// (docs/architecture.md#large-buffers-and-huge-pages).
 // A fresh buffer costs one page fault per 4 KiB page on first touch (the kernel zeroes and accounts each page); at
 // n = 4096 those faults were 20-30 % of a dense operator's time on the development VM. Asking for 2 MiB pages on
 // the buffer before it is touched takes 512 times fewer faults. This needs the kernel's transparent huge pages
@@ -25,6 +26,17 @@ Mat<T> largeMatrix(Eigen::Index rows, Eigen::Index cols) {
   adviseHugePages(m.data(), std::size_t(m.size()) * sizeof(T));
   return m;
 }
+
+// Process policy, set once at start by the programs (tlens, transportlens), before any thread: memory of freed
+// blocks stays in the process for the next allocation instead of going back to the kernel. glibc returns every
+// block of 32 MiB and more to the kernel when it is freed, so each new n × n buffer (one per operator call, each
+// slider move) was faulted in and zeroed by the kernel again: 20 % of a dense softmax at n = 4096. Kept, the next
+// buffer of that size reuses the same pages. The cost is resident memory: it stays at its high-water mark until
+// releaseKeptBuffers(). No effect outside glibc or under a sanitizer's allocator.
+void keepFreedBuffers();
+// Hands the free memory kept by keepFreedBuffers back to the kernel (the desktop app does when the tokens change:
+// buffers of the old size would not be reused).
+void releaseKeptBuffers();
 
 // The kernel's transparent-huge-page mode ("always", "madvise", "never"), or "unavailable" (for reports).
 std::string transparentHugePageMode();

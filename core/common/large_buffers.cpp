@@ -1,7 +1,12 @@
-#include "common/huge_pages.h"
+#include "common/large_buffers.h"
 
+#include <climits>
 #include <cstdint>
 #include <fstream>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #if __has_include(<sys/mman.h>)
 #include <sys/mman.h>
@@ -20,6 +25,21 @@ void adviseHugePages(void* data, std::size_t bytes) {
 #else
   (void)data;
   (void)bytes;
+#endif
+}
+
+void keepFreedBuffers() {
+#if defined(__GLIBC__)
+  // Large blocks come from the heap instead of mappings of their own (which free() unmaps), and the heap's free
+  // top is not trimmed: both are what hands a freed n × n buffer back to the kernel.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
+void releaseKeptBuffers() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
 #endif
 }
 
