@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "common/large_buffers.h"
 #include "common/parallel.h"
+#include "ops/score_blocks.h"
 
 namespace tl {
 namespace {
@@ -88,8 +89,7 @@ template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K) {
   // In place: one n_q × n_k buffer, not a product temporary and a scaled copy.
   Mat<T> S = largeMatrix<T>(Q.rows(), K.rows());
-  S.noalias() = Q * K.transpose();
-  S /= std::sqrt(T(Q.cols()));
+  forEachScoreBlock(Q, K, S, [](Eigen::Index, Eigen::Index, Eigen::Index) {});
   return S;
 }
 
@@ -126,22 +126,20 @@ Mat<T> scaledScores(Mat<T> S, double eps) {
   return S;
 }
 
-// The product, then one pass that divides by √d and eps exactly as scores() and scaledScores(S, eps) do (the same
-// roundings) while it finds max |S|, each thread on its own rows.
+// The product block by block, each block divided by √d and eps exactly as scores() and scaledScores(S, eps) do
+// (the same roundings) while it is in cache, and max |S| found on the way.
 template <class T>
 Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps) {
   Mat<T> X = largeMatrix<T>(Q.rows(), K.rows());
-  X.noalias() = Q * K.transpose();
   if (X.size() == 0) {
     checkScaledScores(T(0), eps);
     return X;
   }
-  const T root = std::sqrt(T(Q.cols())), e = T(eps);
+  const T e = T(eps);
   Vec<T> rowMax(X.rows());  // max_j |S_ij|, NaN when the row has a NaN
-  parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
+  forEachScoreBlock(Q, K, X, [&](Eigen::Index, Eigen::Index first, Eigen::Index end) {
     for (Eigen::Index i = first; i < end; ++i) {
       auto row = X.row(i).array();
-      row /= root;
       rowMax(i) = row.abs().template maxCoeff<Eigen::PropagateNaN>();
       row /= e;
     }

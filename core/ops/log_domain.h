@@ -55,7 +55,7 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift);
 template <class T>
 void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out, Vec<T>* rowSums = nullptr);
 
-// S = Q Kᵀ / sqrt(d) (docs/conventions.md#scores).
+// S = Q Kᵀ / sqrt(d) (docs/conventions.md#scores), formed block by block across threads (ops/score_blocks.h).
 template <class T>
 Mat<T> scores(const Mat<T>& Q, const Mat<T>& K);
 
@@ -66,8 +66,8 @@ template <class T>
 void checkScaledScores(T maxAbsScore, double eps);
 template <class T>
 Mat<T> scaledScores(Mat<T> S, double eps);  // S/eps after checkScaledScores, in S's buffer
-// The same X = (QKᵀ/√d)/eps with the same roundings, the scaling and the check fused into one pass over the
-// product (scaledScores(scores(Q, K), eps) makes three), split across threads.
+// The same X = (QKᵀ/√d)/eps with the same roundings, formed block of rows by block of rows with the scaling and
+// the check done on each block while it is in cache (ops/score_blocks.h), split across threads.
 template <class T>
 Mat<T> scaledScores(const Mat<T>& Q, const Mat<T>& K, double eps);
 // The same check where S is never formed on the host (the device paths): |S_ij| ≤ max‖q_i‖·max‖k_j‖/√d

@@ -1,5 +1,6 @@
 // Log-sum-exp along rows and columns with potentials, and the score convention S = QKᵀ/√d.
 #include "ops/log_domain.h"
+#include "ops/score_blocks.h"
 
 #include <gtest/gtest.h>
 
@@ -137,6 +138,29 @@ TEST(LogDomain, ScoresAreScaledDotProducts) {
     const Mat<float> S32 = scores<float>(Q.cast<float>(), K.cast<float>());
     EXPECT_TRUE(matricesNear(S32, expected, 1e-5)) << "d=" << d;
   }
+}
+
+// The scores are formed in blocks of rows (ops/score_blocks.h): on shapes of several blocks with a short last
+// one, wide and tall, S is the naive product on 1 and 2 threads, the same bits on both, and the fused
+// scaledScores(Q, K, eps) makes exactly the roundings of scaledScores(scores(Q, K), eps).
+TEST(LogDomain, BlockedScoresMatchNaiveOnAnyThreadCount) {
+  const int threadsBefore = parallelThreads();
+  for (const auto [nq, nk] : {std::pair{1001, 300}, std::pair{77, 4000}, std::pair{9, 9}}) {
+    SCOPED_TRACE(::testing::Message() << nq << " x " << nk);
+    const MatD Q = gaussian(nq, 16, 31), K = gaussian(nk, 16, 32);
+    const MatD expected = (Q * K.transpose()) / 4.0;
+    EXPECT_GT(scoreBlockCount<double>(nq, nk), 1);
+    setParallelThreads(1);
+    const MatD one = scores(Q, K);
+    const Mat<float> one32 = scaledScores<float>(Q.cast<float>(), K.cast<float>(), 0.5);
+    setParallelThreads(2);
+    const MatD two = scores(Q, K);
+    EXPECT_TRUE(matricesNear(one, expected, 1e-12));
+    EXPECT_TRUE(test::matricesIdentical(one, two));
+    EXPECT_TRUE(test::matricesIdentical(scaledScores(Q, K, 0.5), scaledScores(two, 0.5)));
+    EXPECT_TRUE(test::matricesIdentical(one32, scaledScores<float>(Q.cast<float>(), K.cast<float>(), 0.5)));
+  }
+  setParallelThreads(threadsBefore);
 }
 
 TEST(LogDomain, DenseSizeGuard) {
