@@ -1,5 +1,6 @@
 #pragma once
-// Row softmax attention A = softmax_j(S_ij), which is exactly the T=1 Sinkhorn (and computed as such).
+// Row softmax attention A = softmax_j(S_ij), which is exactly the T=1 Sinkhorn (its fused one-pass computation:
+// ops/softmax/row_softmax.h).
 // Duals in score coordinates: u_i = log(1/n_q) − LSE_j S_ij, v = 0 on valid keys (docs/operators/softmax.md).
 #include "common/attention_input.h"
 #include "common/feedback.h"

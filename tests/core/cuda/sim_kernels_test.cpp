@@ -286,10 +286,12 @@ TEST(SimKernels, ReferenceHarnessIsTheCpuOperator) {
   EXPECT_TRUE(tl::test::matricesIdentical(cpu.plan.dense(), harness.plan.dense()));
   EXPECT_TRUE(tl::test::matricesIdentical(cpu.u, harness.u));
   EXPECT_TRUE(tl::test::matricesIdentical(*cpu.output, *harness.output));
-  // Softmax under keep-queries is the T = 1, eps = 1 run of the same harness.
+  // Softmax under keep-queries is the T = 1, eps = 1 run of the same harness, within rounding: the CPU computes it
+  // in a fused pass of its own (ops/softmax/row_softmax.h).
   SoftmaxParams sp;
   sp.maskMode = MaskMode::KeepQueries;
-  EXPECT_TRUE(tl::test::matricesIdentical(softmaxAttention(in, sp).plan.dense(), referenceHead<double>(data, 0, 1, 1.0).plan.dense()));
+  EXPECT_TRUE(tl::test::matricesNear(softmaxAttention(in, sp).plan.dense(), referenceHead<double>(data, 0, 1, 1.0).plan.dense(),
+                                     1e-14));
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/parallel.h"
 #include "ops/sinkhorn/sinkhorn.h"
 #include "support/test_util.h"
 
@@ -131,6 +132,70 @@ TEST(Softmax, SubsequenceDropsPaddedTokens) {
     EXPECT_EQ(r.u(i), -test::kInf);
     EXPECT_EQ(r.v(i), -test::kInf);
   }
+}
+
+// Softmax runs a fused pass of its own (ops/softmax/row_softmax.h); the T = 1 Sinkhorn at eps = 1 is its
+// definition. Every field of the result matches it: plan, output, duals and their histories, targets, the
+// mass-mismatch flag and the marginal errors (the column error is softmax's distance from double stochasticity),
+// on shapes of several score blocks, square and rectangular, unmasked and under both mask modes, in float64
+// (1e-12) and float32 (1e-5), and the numbers are the same bits on 1 and 2 threads.
+TEST(Softmax, FusedPassReturnsWhatTheBudgetOneSinkhornReturns) {
+  SinkhornParams asSinkhorn;
+  asSinkhorn.T = 1;
+  asSinkhorn.eps = 1.0;
+  auto compare = [](const auto& fused, const auto& loop, double tol) {
+    EXPECT_TRUE(matricesNear(fused.plan.dense(), loop.plan.dense(), tol));
+    ASSERT_EQ(fused.output.has_value(), loop.output.has_value());
+    if (fused.output) EXPECT_TRUE(matricesNear(*fused.output, *loop.output, tol));
+    EXPECT_TRUE(matricesNear(fused.u, loop.u, 100 * tol));  // |u| ~ log n + |S|
+    EXPECT_TRUE(test::matricesIdentical(fused.v, loop.v));
+    EXPECT_TRUE(matricesNear(fused.uHistory, loop.uHistory, 100 * tol));
+    EXPECT_TRUE(test::matricesIdentical(fused.vHistory, loop.vHistory));
+    EXPECT_TRUE(test::matricesIdentical(fused.rowTarget, loop.rowTarget));
+    EXPECT_TRUE(test::matricesIdentical(fused.colTarget, loop.colTarget));
+    EXPECT_EQ(fused.massMismatch, loop.massMismatch);
+    ASSERT_EQ(fused.errorHistory.size(), 1u);
+    EXPECT_TRUE(near(fused.errors.colMax, loop.errors.colMax, 10 * tol));
+    EXPECT_TRUE(near(fused.errors.colMean, loop.errors.colMean, 10 * tol));
+    EXPECT_LE(fused.errors.rowMax, 10 * tol);
+    EXPECT_GT(fused.errors.colMax, 0.1);  // softmax is far from doubly stochastic on random scores
+    EXPECT_EQ(fused.errorHistory[0].colMax, fused.errors.colMax);
+  };
+  const std::vector<bool> valid = [] {
+    std::vector<bool> v(300, true);
+    for (int j = 0; j < 300; j += 7) v[size_t(j)] = false;
+    return v;
+  }();
+  struct Case {
+    int nq, nk;
+    bool masked;
+    MaskMode mode;
+  };
+  for (const Case& c : {Case{300, 300, false, MaskMode::Subsequence}, Case{257, 130, false, MaskMode::Subsequence},
+                        Case{40, 700, false, MaskMode::Subsequence}, Case{300, 300, true, MaskMode::KeepQueries},
+                        Case{300, 300, true, MaskMode::Subsequence}}) {
+    SCOPED_TRACE(::testing::Message() << c.nq << " x " << c.nk << (c.masked ? " masked " : " ") << int(c.mode));
+    AttentionInput<double> in;
+    in.Q = 2.0 * gaussian(c.nq, 16, 41);
+    in.K = gaussian(c.nk, 16, 42);
+    in.V = gaussian(c.nk, 5, 43);
+    if (c.masked) in.mask = test::makeMask(valid);
+    asSinkhorn.maskMode = c.mode;
+    compare(softmaxAttention(in, params(c.mode)), sinkhornAttention(in, asSinkhorn), 1e-12);
+    const AttentionInput<float> in32 = in.cast<float>();
+    compare(softmaxAttention(in32, params(c.mode)), sinkhornAttention(in32, asSinkhorn), 1e-5);
+  }
+  const int threadsBefore = parallelThreads();
+  const auto in = softmaxInput(300, 16, 47, /*withV=*/true);
+  setParallelThreads(1);
+  const auto one = softmaxAttention(in, SoftmaxParams{});
+  setParallelThreads(2);
+  const auto two = softmaxAttention(in, SoftmaxParams{});
+  setParallelThreads(threadsBefore);
+  EXPECT_TRUE(test::matricesIdentical(one.plan.dense(), two.plan.dense()));
+  EXPECT_TRUE(test::matricesIdentical(*one.output, *two.output));
+  EXPECT_EQ(one.errors.colMax, two.errors.colMax);
+  EXPECT_EQ(one.errors.colMean, two.errors.colMean);
 }
 
 TEST(Softmax, SingleTokenIsOne) {
