@@ -95,6 +95,17 @@ std::pair<Eigen::Index, Eigen::Index> gridBlock(const std::vector<long long>& st
   return {Eigen::Index(starts[size_t(b)]), Eigen::Index(starts[size_t(b) + 1] - starts[size_t(b)])};
 }
 
+// Runs of consecutive blocks of a display grid's axis spanning at most `span` indices each (at least one block):
+// the first block of every run, then the block count.
+std::vector<Eigen::Index> blockRuns(const std::vector<long long>& starts, long long span) {
+  const Eigen::Index blocks = Eigen::Index(starts.size()) - 1;
+  std::vector<Eigen::Index> runs{0};
+  for (Eigen::Index b = 1; b < blocks; ++b)
+    if (starts[size_t(b) + 1] - starts[size_t(runs.back())] > span) runs.push_back(b);
+  runs.push_back(blocks);
+  return runs;
+}
+
 }  // namespace
 
 template <class T>
@@ -116,19 +127,30 @@ PooledPlan<T> LotCoupling<T>::pooledMeans(int maxRows, int maxCols, const Mat<T>
   return p;
 }
 
+// A is formed tile by tile, each tile whole display blocks of about kTileRows × kTileCols entries: one product per
+// tile, large enough that packing its operands costs little next to it. (One product per display block, 8 × 8
+// entries at n = 4096 on a 512 × 512 grid, made the LOT heatmap take 100 ms of every slider move.)
 template <class T>
 PooledPlan<T> LotCoupling<T>::pooled(int maxRows, int maxCols) const {
+  constexpr long long kTileRows = 256, kTileCols = 8192;
   const Mat<T> B = gluedKeys();
   PooledPlan<T> p = pooledMeans(maxRows, maxCols, B);
+  const std::vector<Eigen::Index> rowRuns = blockRuns(p.rowStarts, kTileRows), colRuns = blockRuns(p.colStarts, kTileCols);
   const double work = double(P1.rows()) * double(B.cols()) * double(B.rows());
-  parallelFor(p.max.rows(), work, [&](Eigen::Index begin, Eigen::Index end) {
-    Mat<T> block;  // one block of A at a time, reused
-    for (Eigen::Index b = begin; b < end; ++b) {
-      const std::pair<Eigen::Index, Eigen::Index> rows = gridBlock(p.rowStarts, b);
-      for (Eigen::Index c = 0; c < p.max.cols(); ++c) {
-        const std::pair<Eigen::Index, Eigen::Index> cols = gridBlock(p.colStarts, c);
-        block.noalias() = P1.middleRows(rows.first, rows.second) * B.middleCols(cols.first, cols.second);
-        p.max(b, c) = block.maxCoeff();
+  parallelFor(Eigen::Index(rowRuns.size()) - 1, work, [&](Eigen::Index firstRun, Eigen::Index endRun) {
+    Mat<T> tile;  // one tile of A at a time, reused
+    for (Eigen::Index run = firstRun; run < endRun; ++run) {
+      const Eigen::Index b0 = rowRuns[size_t(run)], b1 = rowRuns[size_t(run) + 1], i0 = p.rowStarts[size_t(b0)];
+      for (size_t colRun = 0; colRun + 1 < colRuns.size(); ++colRun) {
+        const Eigen::Index c0 = colRuns[colRun], c1 = colRuns[colRun + 1], j0 = p.colStarts[size_t(c0)];
+        tile.noalias() = P1.middleRows(i0, p.rowStarts[size_t(b1)] - i0) * B.middleCols(j0, p.colStarts[size_t(c1)] - j0);
+        for (Eigen::Index b = b0; b < b1; ++b) {
+          const auto [firstRow, rowCount] = gridBlock(p.rowStarts, b);
+          for (Eigen::Index c = c0; c < c1; ++c) {
+            const auto [firstCol, colCount] = gridBlock(p.colStarts, c);
+            p.max(b, c) = tile.block(firstRow - i0, firstCol - j0, rowCount, colCount).maxCoeff();
+          }
+        }
       }
     }
   });

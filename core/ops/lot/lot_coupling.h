@@ -34,8 +34,8 @@ struct LotCoupling {
   Mat<T> gluedKeys() const;
   // Display tiles of A (ops/transport_plan.h) without forming its rows. Block means are exact from the
   // factors' block sums, Σ_R Σ_C A = (Σ_R P1)(Σ_C B): O(n·r + blocks²·r). A block maximum needs the block's
-  // entries: each block is formed alone (its rows of P1 times its columns of B) on the CPU's cores, O(n_q·n_k·r)
-  // work but one block of memory per thread. `pooledMeans` (given B = gluedKeys()) leaves max unset for a device
+  // entries: A is formed in tiles of whole blocks (rows of P1 times columns of B) on the CPU's cores, O(n_q·n_k·r)
+  // work but one tile of memory per thread. `pooledMeans` (given B = gluedKeys()) leaves max unset for a device
   // kernel to fill.
   PooledPlan<T> pooledMeans(int maxRows, int maxCols, const Mat<T>& glued) const;
   PooledPlan<T> pooled(int maxRows, int maxCols) const;

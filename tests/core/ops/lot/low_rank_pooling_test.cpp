@@ -1,7 +1,7 @@
 // LOT's display tiles from its factors (LotCoupling::pooled, low_rank_plan.h) against the default pooling of the
 // same plan's dense matrix (ops/transport_plan.h): block means agree to round-off (a sum of products regrouped),
-// block maxima to the last bits (each entry is the same r products, which Eigen's kernels for a small block and for
-// a whole row block may add in another order: one ulp was seen).
+// block maxima to the last bits (each entry is the same r products, which Eigen's kernels for a tile of blocks and
+// for a whole row block may add in another order: one ulp was seen).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,6 +38,7 @@ TEST(LowRankPooling, BlockMeansAndMaximaFromTheFactorsEqualThoseOfTheDenseMatrix
   expectPoolsLikeItsDenseMatrix(90, 131, 16, 16, 5);    // a rectangle
   expectPoolsLikeItsDenseMatrix(300, 300, 64, 64, 9);   // blocks of 4–5 entries a side, many per thread
   expectPoolsLikeItsDenseMatrix(20, 30, 64, 64, 13);    // a grid finer than the plan: one entry per block
+  expectPoolsLikeItsDenseMatrix(600, 9000, 64, 64, 17);  // maxima formed in tiles of several row and column runs
 }
 
 }  // namespace
