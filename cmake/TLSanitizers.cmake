@@ -24,9 +24,4 @@ if(TL_SANITIZE)
   # took twice as long to compile, and these builds are two of the three in every CI run.
   add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-O1>)
   add_link_options(${tl_sanitizer_flags})
-  # The same GCC 12 AVX-512 header idiom as in CMakeLists.txt (GCC bug 105593): under the sanitizers GCC reports it as
-  # -Wuninitialized rather than -Wmaybe-uninitialized, in Eigen's packet code. Only that compiler, only with AVX-512.
-  if(TL_NATIVE_HAS_AVX512)
-    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-uninitialized>)
-  endif()
 endif()
