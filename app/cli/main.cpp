@@ -83,7 +83,8 @@ int dispatch(const tl::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tl::keepFreedBuffers();  // before any thread: n × n buffers reuse their pages (common/large_buffers.h)
+  // Before any thread: n × n buffers, all allocated on this thread, reuse their pages (common/large_buffers.h).
+  tl::keepFreedBuffers(tl::LargeBufferThreads::Main);
 #ifdef TL_WITH_TORCH
   tl::installVitModelBackend();  // model sources (--source model:...) and checkpoint sessions
 #endif

@@ -65,8 +65,7 @@ std::string referencePython() {
 std::string referenceEnvironment() {
   return std::getenv("GLIBC_TUNABLES")
              ? ""
-             : "GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:"
-               "glibc.malloc.trim_threshold=2147483647";
+             : "GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647";
 }
 
 std::optional<double> ReferenceTimings::medianSeconds(const std::string& op, int n) const {

@@ -65,7 +65,9 @@ QString offerRecovery(tl::SessionAutosave& autosave, tl::RestoreAnswer answer, t
 
 int main(int argc, char** argv) {
   tl::preferPassiveOpenMpWaits(argv);
-  tl::keepFreedBuffers();  // before any thread: n × n buffers reuse their pages (common/large_buffers.h)
+  // Before any thread: n × n buffers, allocated on the Engine's worker thread, reuse their pages
+  // (common/large_buffers.h).
+  tl::keepFreedBuffers(tl::LargeBufferThreads::Any);
 #ifdef TL_WITH_TORCH
   tl::installVitModelBackend();  // checkpoint sessions
 #endif

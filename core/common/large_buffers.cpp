@@ -28,15 +28,15 @@ void adviseHugePages(void* data, std::size_t bytes) {
 #endif
 }
 
-void keepFreedBuffers() {
+void keepFreedBuffers(LargeBufferThreads threads) {
 #if defined(__GLIBC__)
   // Large blocks come from the heap instead of mappings of their own (which free() unmaps), and the heap's free
-  // top is not trimmed: both are what hands a freed n × n buffer back to the kernel. Every thread allocates from
-  // the one main heap: another thread's arena maps a block larger than its 64 MiB heaps on its own whatever the
-  // first setting says (the desktop app computes on a worker thread).
-  mallopt(M_ARENA_MAX, 1);
+  // top is not trimmed: both are what hands a freed n × n buffer back to the kernel.
+  if (threads == LargeBufferThreads::Any) mallopt(M_ARENA_MAX, 1);
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#else
+  (void)threads;
 #endif
 }
 

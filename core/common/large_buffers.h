@@ -33,7 +33,14 @@ Mat<T> largeMatrix(Eigen::Index rows, Eigen::Index cols) {
 // slider move) was faulted in and zeroed by the kernel again: 20 % of a dense softmax at n = 4096. Kept, the next
 // buffer of that size reuses the same pages. The cost is resident memory: it stays at its high-water mark until
 // releaseKeptBuffers(). No effect outside glibc or under a sanitizer's allocator.
-void keepFreedBuffers();
+//
+// `threads` says which threads allocate the large buffers. glibc keeps them for the main thread's heap only: another
+// thread's arena maps every block above its 64 MiB heaps on its own and unmaps it when freed. So for Any (the
+// desktop app computes on a worker thread) every thread allocates from the main heap, which slows allocation inside
+// parallel loops a little (dense ESP at n = 1024 on two threads: 3.9 → 4.9 ms); tlens computes on its main thread
+// and asks for Main.
+enum class LargeBufferThreads { Main, Any };
+void keepFreedBuffers(LargeBufferThreads threads);
 // Hands the free memory kept by keepFreedBuffers back to the kernel (the desktop app does when the tokens change:
 // buffers of the old size would not be reused).
 void releaseKeptBuffers();

@@ -64,7 +64,7 @@ TEST(LargeBuffers, FreedBuffersServeTheNextOneUntilReleased) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer's allocator ignores glibc's malloc settings";
 #else
-  keepFreedBuffers();
+  keepFreedBuffers(LargeBufferThreads::Any);
   auto faultsToWriteABuffer = [] {
     const long before = minorPageFaults();
     MatF m = largeMatrix<float>(4096, 4096);
