@@ -145,7 +145,7 @@ TEST(LogDomain, ScoresAreScaledDotProducts) {
 // scaledScores(Q, K, eps) makes exactly the roundings of scaledScores(scores(Q, K), eps).
 TEST(LogDomain, BlockedScoresMatchNaiveOnAnyThreadCount) {
   const int threadsBefore = parallelThreads();
-  for (const auto [nq, nk] : {std::pair{1001, 300}, std::pair{77, 4000}, std::pair{9, 9}}) {
+  for (const auto& [nq, nk] : {std::pair{1001, 300}, std::pair{77, 4000}, std::pair{9, 9}}) {
     SCOPED_TRACE(::testing::Message() << nq << " x " << nk);
     const MatD Q = gaussian(nq, 16, 31), K = gaussian(nk, 16, 32);
     const MatD expected = (Q * K.transpose()) / 4.0;
