@@ -27,13 +27,20 @@ Eigen::Index scoreBlockRows(Eigen::Index nq, Eigen::Index nk) {
   return std::max<Eigen::Index>(std::min(bySize, (nq + 7) / 8), 8);
 }
 
+// The number of blocks forEachScoreBlock hands out for n_q rows and n_k keys (for per-block slots).
+template <class T>
+Eigen::Index scoreBlockCount(Eigen::Index nq, Eigen::Index nk) {
+  const Eigen::Index rowsPerBlock = scoreBlockRows<T>(nq, nk);
+  return (nq + rowsPerBlock - 1) / rowsPerBlock;
+}
+
 // Writes S = QKᵀ/√d into X (which must be n_q × n_k) and calls body(block, first, end) on every block of rows
 // [first, end) right after forming it; block b holds rows [b·r, (b+1)·r) for r = scoreBlockRows. Blocks are split
 // across threads: body must write only its own rows and per-block slots, and must not throw.
 template <class T, class Body>
 void forEachScoreBlock(const Mat<T>& Q, const Mat<T>& K, Mat<T>& X, Body&& body) {
   const Eigen::Index nq = Q.rows(), rowsPerBlock = scoreBlockRows<T>(nq, K.rows());
-  const Eigen::Index blocks = (nq + rowsPerBlock - 1) / rowsPerBlock;
+  const Eigen::Index blocks = scoreBlockCount<T>(nq, K.rows());
   const T root = std::sqrt(T(Q.cols()));
   const double work = double(nq) * double(K.rows()) * double(Q.cols());
   parallelFor(blocks, work, [&](Eigen::Index firstBlock, Eigen::Index endBlock) {
@@ -45,13 +52,6 @@ void forEachScoreBlock(const Mat<T>& Q, const Mat<T>& K, Mat<T>& X, Body&& body)
       body(b, first, first + count);
     }
   });
-}
-
-// The number of blocks forEachScoreBlock hands out for n_q rows and n_k keys (for per-block slots).
-template <class T>
-Eigen::Index scoreBlockCount(Eigen::Index nq, Eigen::Index nk) {
-  const Eigen::Index rowsPerBlock = scoreBlockRows<T>(nq, nk);
-  return (nq + rowsPerBlock - 1) / rowsPerBlock;
 }
 
 }  // namespace tl
