@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/large_buffers.h"
+
 namespace tl::cli {
 namespace {
 
@@ -63,9 +65,7 @@ std::string referencePython() {
 }
 
 std::string referenceEnvironment() {
-  return std::getenv("GLIBC_TUNABLES")
-             ? ""
-             : "GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647";
+  return std::getenv("GLIBC_TUNABLES") ? "" : "GLIBC_TUNABLES=glibc.malloc.hugetlb=1:" + keptBuffersTunables();
 }
 
 std::optional<double> ReferenceTimings::medianSeconds(const std::string& op, int n) const {

@@ -42,8 +42,7 @@ std::string shellQuote(const std::string& s);
 
 // The environment the reference runs in beyond this process's own: GLIBC_TUNABLES with glibc.malloc.hugetlb=1, so
 // that glibc backs PyTorch's large tensors with transparent huge pages as the C++ side's n × n buffers are, and with
-// glibc.malloc.mmap_max=0 and trim_threshold=2147483647, the settings keepFreedBuffers(Main) makes in this
-// process, so that PyTorch reuses the pages of its freed tensors as the C++ side does (common/large_buffers.h: both
+// keptBuffersTunables(), the settings keepFreedBuffers(Main) makes in this process, so that PyTorch reuses the pages of its freed tensors as the C++ side does (common/large_buffers.h: both
 // sides then pay the same page faults), unless the user set GLIBC_TUNABLES (then the reference inherits that). As
 // "NAME=value" words, "" when nothing is added; the bench JSON records it.
 std::string referenceEnvironment();

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdint>
 #include <fstream>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -28,16 +29,26 @@ void adviseHugePages(void* data, std::size_t bytes) {
 #endif
 }
 
+namespace {
+// Large blocks come from the heap instead of mappings of their own (which free() unmaps), and the heap's free
+// top is not trimmed: both are what hands a freed n × n buffer back to the kernel.
+constexpr int kMaxMappedBlocks = 0;
+constexpr int kTrimThreshold = INT_MAX;
+}  // namespace
+
 void keepFreedBuffers(LargeBufferThreads threads) {
 #if defined(__GLIBC__)
-  // Large blocks come from the heap instead of mappings of their own (which free() unmaps), and the heap's free
-  // top is not trimmed: both are what hands a freed n × n buffer back to the kernel.
   if (threads == LargeBufferThreads::Any) mallopt(M_ARENA_MAX, 1);
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  mallopt(M_MMAP_MAX, kMaxMappedBlocks);
+  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
 #else
   (void)threads;
 #endif
+}
+
+std::string keptBuffersTunables() {
+  return "glibc.malloc.mmap_max=" + std::to_string(kMaxMappedBlocks) +
+         ":glibc.malloc.trim_threshold=" + std::to_string(kTrimThreshold);
 }
 
 void releaseKeptBuffers() {

@@ -41,6 +41,9 @@ Mat<T> largeMatrix(Eigen::Index rows, Eigen::Index cols) {
 // and asks for Main.
 enum class LargeBufferThreads { Main, Any };
 void keepFreedBuffers(LargeBufferThreads threads);
+// The same settings as glibc tunables for another process ("glibc.malloc.…:…"), as keepFreedBuffers(Main) makes
+// them: what `tlens bench` gives its PyTorch reference.
+std::string keptBuffersTunables();
 // Hands the free memory kept by keepFreedBuffers back to the kernel (the desktop app does when the tokens change:
 // buffers of the old size would not be reused).
 void releaseKeptBuffers();

@@ -13,14 +13,6 @@
 #include "ops/score_blocks.h"
 
 namespace tl {
-namespace {
-// A running max of -inf means every term is -inf (all masked): use 0 so that exp(x - m) never sees
-// -inf - (-inf) = NaN; the sum is then 0 and its log -inf (docs/conventions.md#log-domain).
-template <class T>
-T safeMax(T m) {
-  return m == -std::numeric_limits<T>::infinity() ? T(0) : m;
-}
-}  // namespace
 
 // Both passes of a row's log-sum-exp (its max, then the sum of exp(x − max)) read a row buffer that stays in
 // L1, so X is read from memory once per half-step. Rows are split across threads.
@@ -31,7 +23,7 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift) {
     Eigen::Array<T, 1, Eigen::Dynamic> row(X.cols());
     for (Eigen::Index i = first; i < end; ++i) {
       row = X.row(i).array() + colShift.transpose().array();
-      const T m = safeMax(row.maxCoeff());
+      const T m = logSumExpShift(row.maxCoeff());
       out(i) = m + std::log(exactExp(row - m).sum());
     }
   });

@@ -38,6 +38,13 @@ auto exactExp(const Eigen::ArrayBase<Derived>& x) {
   return x.unaryExpr(ExactExpOp<typename Derived::Scalar>());
 }
 
+// The shift of a log-sum-exp whose largest term is `max`: the max itself, or 0 when every term is -inf (all
+// masked), so that exp(x - shift) never sees -inf - (-inf) = NaN; the sum is then 0 and its log -inf.
+template <class T>
+T logSumExpShift(T max) {
+  return max == -std::numeric_limits<T>::infinity() ? T(0) : max;
+}
+
 // out_i = log sum_j exp(X_ij + colShift_j)
 template <class T>
 Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift);

@@ -56,6 +56,12 @@ namespace sinkhorn_loop {
 template <class T>
 constexpr T negInf = -std::numeric_limits<T>::infinity();
 
+// The potential a loop starts from: 0 on active tokens, −inf on inactive ones (log marginal −inf).
+template <class T>
+Vec<T> startingPotential(const Vec<T>& logMarginal) {
+  return (logMarginal.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logMarginal.size())).matrix();
+}
+
 // Closure: potential = log marginal − LSE; inactive tokens (log marginal −inf) keep −inf, never NaN.
 template <class T>
 Vec<T> closure(const Vec<T>& logMarginal, const Vec<T>& lse) {
@@ -114,8 +120,8 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
   if (done > budget || (done > 0 && options.centredFullSteps > 0))
     throw InvalidArgument("a Sinkhorn loop continues only from fewer steps, without centring");
   setMarginalTargets(logMu, logNu, scale, r);
-  ut = done > 0 ? resume->ut : (logMu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logMu.size())).matrix();
-  vt = done > 0 ? resume->vt : (logNu.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logNu.size())).matrix();
+  ut = done > 0 ? resume->ut : startingPotential(logMu);
+  vt = done > 0 ? resume->vt : startingPotential(logNu);
   const Side<T> rows{ut, logMu, r.rowTarget, &MarginalErrors::rowMax, &MarginalErrors::rowMean};
   const Side<T> cols{vt, logNu, r.colTarget, &MarginalErrors::colMax, &MarginalErrors::colMean};
 

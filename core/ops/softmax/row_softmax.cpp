@@ -1,7 +1,6 @@
 #include "ops/softmax/row_softmax.h"
 
 #include <cmath>
-#include <limits>
 
 #include "common/large_buffers.h"
 #include "ops/log_domain.h"
@@ -26,9 +25,7 @@ RowSoftmax<T> rowSoftmax(const Mat<T>& Q, const Mat<T>& K, const Vec<T>* keyShif
       auto row = r.plan.row(i).array();
       rowMaxAbs(i) = row.abs().template maxCoeff<Eigen::PropagateNaN>();
       if (keyShift) row += keyShift->transpose().array();
-      // The row's maximum as the shift, 0 when every key is masked (docs/conventions.md#log-domain).
-      const T rowMax = row.maxCoeff();
-      const T shift = rowMax == -std::numeric_limits<T>::infinity() ? T(0) : rowMax;
+      const T shift = logSumExpShift(row.maxCoeff());
       row = exactExp(row - shift);
       const T sum = row.sum();
       r.logSumExp(i) = shift + std::log(sum);

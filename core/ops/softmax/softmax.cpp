@@ -1,7 +1,6 @@
 #include "ops/softmax/softmax.h"
 
 #include <chrono>
-#include <limits>
 #include <optional>
 #include <utility>
 
@@ -39,9 +38,9 @@ PlanResult<T> softmaxOnTokens(const AttentionInput<T>& in, const std::optional<M
   checkDenseSize(nq, nk, sizeof(T), "Softmax");
   feedback.throwIfCanceled();
   const auto [logMu, logNu] = sinkhornLogMarginals<T>(nq, nk, keyMask);
-  // v in score coordinates: 0 on valid keys, −inf on padded ones (the Sinkhorn loop's starting column potential).
-  constexpr T negInf = -std::numeric_limits<T>::infinity();
-  const Vec<T> v = (logNu.array() == negInf).select(negInf, Vec<T>::Zero(nk).array()).matrix();
+  // v: the Sinkhorn loop's starting column potential, 0 on valid keys and −inf on padded ones (eps = 1, so eps
+  // units are score coordinates).
+  const Vec<T> v = sinkhorn_loop::startingPotential(logNu);
   RowSoftmax<T> softmax = rowSoftmax<T>(in.Q, in.K, keyMask ? &v : nullptr, in.V ? &*in.V : nullptr);
   checkScaledScores(softmax.maxAbsScore, 1.0);
 
