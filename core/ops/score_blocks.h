@@ -13,6 +13,7 @@
 
 #include "common/matrix.h"
 #include "common/parallel.h"
+#include "common/row_product.h"
 
 namespace tl {
 
@@ -41,15 +42,16 @@ template <class T, class Body>
 void forEachScoreBlock(const Mat<T>& Q, const Mat<T>& K, Mat<T>& X, Body&& body) {
   const Eigen::Index nq = Q.rows(), rowsPerBlock = scoreBlockRows<T>(nq, K.rows());
   const Eigen::Index blocks = scoreBlockCount<T>(nq, K.rows());
-  const T root = std::sqrt(T(Q.cols()));
+  // Multiplied by the rounded 1/√d: exact for d = 64 (and every d that is a power of 4), within an ulp of the
+  // division otherwise (docs/conventions.md#scores).
+  const T scale = T(1) / std::sqrt(T(Q.cols()));
+  const Mat<T> paddedKt = paddedColumns(K.transpose());  // shared by every block and thread
   const double work = double(nq) * double(K.rows()) * double(Q.cols());
   parallelFor(blocks, work, [&](Eigen::Index firstBlock, Eigen::Index endBlock) {
     for (Eigen::Index b = firstBlock; b < endBlock; ++b) {
-      const Eigen::Index first = b * rowsPerBlock, count = std::min(rowsPerBlock, nq - first);
-      auto block = X.middleRows(first, count);
-      block.noalias() = Q.middleRows(first, count) * K.transpose();
-      block /= root;
-      body(b, first, first + count);
+      const Eigen::Index first = b * rowsPerBlock, end = std::min(nq, first + rowsPerBlock);
+      productRows(Q, paddedKt, first, end, scale, X);
+      body(b, first, end);
     }
   });
 }

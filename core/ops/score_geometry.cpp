@@ -8,6 +8,7 @@
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
+#include "common/row_product.h"
 #include "ops/log_domain.h"
 
 namespace tl {
@@ -60,7 +61,7 @@ Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, Vec
 
 template <class T>
 Mat<T> DenseScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
-  return plan(ut, vt, scale) * V;
+  return rowProduct(plan(ut, vt, scale), V);
 }
 
 Mask bandActiveRows(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/matrix.h"
+#include "common/row_product.h"
 
 namespace tl {
 
@@ -71,7 +72,7 @@ class DensePlan final : public TransportPlan<T> {
   explicit DensePlan(Mat<T> A) : A_(std::move(A)) {}
   Eigen::Index rows() const override { return A_.rows(); }
   Eigen::Index cols() const override { return A_.cols(); }
-  Mat<T> apply(const Mat<T>& V) const override { return A_ * V; }
+  Mat<T> apply(const Mat<T>& V) const override { return rowProduct(A_, V); }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return A_.transpose() * W; }
   Mat<T> materialize() const override { return A_; }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override { return A_.middleRows(first, count); }
