@@ -64,72 +64,88 @@ void partialTile(int rows, const T* a, Index lda, Index k0, Index k1, Index inne
   }
 }
 
-// Columns [j0, j1) of rows [first, end) over k in [k0, k1), in tiles of Rows × Packets packets, the last rows
-// in one shorter tile.
-template <class T, int Rows, int Packets>
-void tiles(const Mat<T>& A, const Mat<T>& B, Index first, Index end, Index j0, Index j1, Index k0, Index k1,
+// B's columns in panels of kPackets packets, each panel's inner × width entries contiguous (row-major), the last
+// panel zero-padded: a tile then reads one contiguous stretch of B. Read in place, a tile's rows of B lie a whole
+// row of B apart (16 KiB for the keys at n = 4096), which maps them all to the same few L1 cache sets.
+template <class T>
+struct ProductPanels {
+  static constexpr Index kWidth = kPackets * Eigen::internal::packet_traits<T>::size;
+  Mat<T> data;  // panel p's row k is row p·inner + k
+  Index inner = 0, cols = 0;
+  const T* at(Index panel, Index k) const { return data.data() + (panel * inner + k) * kWidth; }
+};
+
+// Columns [p0, p1) of the full panels, rows [first, end), k in [k0, k1): tiles of Rows × kPackets packets, the
+// last rows in one shorter tile.
+template <class T>
+void tiles(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, Index p0, Index p1, Index k0, Index k1,
            T scale, Mat<T>& X) {
-  constexpr Index width = Packets * Eigen::internal::packet_traits<T>::size;
-  const Index inner = A.cols();
-  const Index full = first + (end - first) / Rows * Rows;
-  for (Index i = first; i < full; i += Rows)
-    for (Index j = j0; j + width <= j1; j += width)
-      tile<T, Rows, Packets>(&A(i, 0), A.cols(), k0, k1, inner, &B(0, j), B.cols(), scale, &X(i, j), X.cols());
+  constexpr Index width = ProductPanels<T>::kWidth;
+  const Index full = first + (end - first) / kRows * kRows;
+  for (Index i = first; i < full; i += kRows)
+    for (Index p = p0; p < p1; ++p)
+      tile<T, kRows, kPackets>(&A(i, 0), A.cols(), k0, k1, B.inner, B.at(p, 0), width, scale, &X(i, p * width), X.cols());
   if (full < end)
-    for (Index j = j0; j + width <= j1; j += width)
-      partialTile<T, Rows, Packets>(int(end - full), &A(full, 0), A.cols(), k0, k1, inner, &B(0, j), B.cols(), scale,
-                                    &X(full, j), X.cols());
+    for (Index p = p0; p < p1; ++p)
+      partialTile<T, kRows, kPackets>(int(end - full), &A(full, 0), A.cols(), k0, k1, B.inner, B.at(p, 0), width,
+                                      scale, &X(full, p * width), X.cols());
 }
 
-// The last columns of X, fewer than a packet: whole packets of the zero-padded B into a small buffer, of which
-// the real columns are copied.
-template <class T, int Rows>
-void lastColumns(const Mat<T>& A, const Mat<T>& B, Index first, Index end, Index j0, T scale, Mat<T>& X) {
-  constexpr Index W = Eigen::internal::packet_traits<T>::size;
-  const Index count = X.cols() - j0, inner = A.cols();
-  T buffer[Rows * W];
-  for (Index i = first; i < end; i += Rows) {
-    const Index rows = std::min<Index>(Rows, end - i);
-    if (rows == Rows) tile<T, Rows, 1>(&A(i, 0), A.cols(), 0, inner, inner, &B(0, j0), B.cols(), scale, buffer, W);
-    else partialTile<T, Rows, 1>(int(rows), &A(i, 0), A.cols(), 0, inner, inner, &B(0, j0), B.cols(), scale, buffer, W);
-    for (Index r = 0; r < rows; ++r) std::copy(buffer + r * W, buffer + r * W + count, &X(i + r, j0));
+// The last, partial panel: whole tiles into a small buffer, of which the real columns are copied.
+template <class T>
+void lastPanel(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, T scale, Mat<T>& X) {
+  constexpr Index width = ProductPanels<T>::kWidth;
+  const Index panel = B.cols / width, j0 = panel * width, count = B.cols - j0;
+  T buffer[kRows * width];
+  for (Index i = first; i < end; i += kRows) {
+    const Index rows = std::min<Index>(kRows, end - i);
+    if (rows == kRows) tile<T, kRows, kPackets>(&A(i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0), width, scale, buffer, width);
+    else
+      partialTile<T, kRows, kPackets>(int(rows), &A(i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0), width, scale,
+                                      buffer, width);
+    for (Index r = 0; r < rows; ++r) std::copy(buffer + r * width, buffer + r * width + count, &X(i + r, j0));
   }
 }
 
 }  // namespace row_product_detail
 
-// B as productRows reads it: zero-padded on the right to whole packets, so that the last columns are read as
-// whole packets too. Formed once per product and shared by every thread.
+using row_product_detail::ProductPanels;
+
+// B laid out for productRows, once per product and shared by every thread.
 template <class Derived>
-Mat<typename Derived::Scalar> paddedColumns(const Eigen::MatrixBase<Derived>& B) {
+ProductPanels<typename Derived::Scalar> productPanels(const Eigen::MatrixBase<Derived>& B) {
   using T = typename Derived::Scalar;
-  constexpr Eigen::Index W = Eigen::internal::packet_traits<T>::size;
-  Mat<T> padded = Mat<T>::Zero(B.rows(), (B.cols() + W - 1) / W * W);
-  padded.leftCols(B.cols()) = B;
-  return padded;
+  constexpr Eigen::Index width = ProductPanels<T>::kWidth;
+  ProductPanels<T> panels;
+  panels.inner = B.rows();
+  panels.cols = B.cols();
+  const Eigen::Index count = (B.cols() + width - 1) / width;
+  panels.data = Mat<T>::Zero(count * B.rows(), width);
+  for (Eigen::Index p = 0; p < count; ++p) {
+    const Eigen::Index columns = std::min(width, B.cols() - p * width);
+    panels.data.middleRows(p * B.rows(), B.rows()).leftCols(columns) = B.middleCols(p * width, columns);
+  }
+  return panels;
 }
 
-// Rows [first, end) of X = scale · A B, from paddedB = paddedColumns(B); X has B's columns. B is walked in
-// pieces of at most kInnerChunk rows × as many columns as fit about 256 KiB, which stay in the core's L2 cache
-// while every tile of rows passes over them; a sum carried from one piece of rows of B to the next continues in
-// X, in the same order as without the pieces.
+// Rows [first, end) of X = scale · A B, from B's productPanels; X has B's columns. B is walked in pieces of at
+// most kInnerChunk rows × as many panels as fit about 256 KiB, which stay in the core's L2 cache while every tile
+// of rows passes over them; a sum carried from one piece of rows of B to the next continues in X, in the same
+// order as without the pieces.
 template <class T>
-void productRows(const Mat<T>& A, const Mat<T>& paddedB, Eigen::Index first, Eigen::Index end, T scale, Mat<T>& X) {
+void productRows(const Mat<T>& A, const ProductPanels<T>& B, Eigen::Index first, Eigen::Index end, T scale, Mat<T>& X) {
   using namespace row_product_detail;
-  constexpr Index W = Eigen::internal::packet_traits<T>::size, width = kPackets * W, kInnerChunk = 512;
+  constexpr Index width = ProductPanels<T>::kWidth, kInnerChunk = 512;
   constexpr std::size_t kPieceBytes = std::size_t(256) << 10;
-  const Index n = X.cols(), inner = A.cols();
-  const Index innerChunk = std::max<Index>(std::min(inner, kInnerChunk), 1);
-  const Index chunk = std::max<Index>(width, Index(kPieceBytes / (sizeof(T) * std::size_t(innerChunk))) / width * width);
-  const Index wide = n / width * width, packed = n / W * W;  // columns the full tiles, the whole packets cover
-  const Index pieces = std::max<Index>(1, (inner + innerChunk - 1) / innerChunk);  // 1 when inner = 0: X = 0
-  for (Index j0 = 0; j0 < wide; j0 += chunk)
-    for (Index p = 0; p < pieces; ++p)
-      tiles<T, kRows, kPackets>(A, paddedB, first, end, j0, std::min(wide, j0 + chunk), p * innerChunk,
-                                std::min(inner, (p + 1) * innerChunk), scale, X);
-  for (Index p = 0; p < pieces; ++p)
-    tiles<T, kRows, 1>(A, paddedB, first, end, wide, packed, p * innerChunk, std::min(inner, (p + 1) * innerChunk), scale, X);
-  if (packed < n) lastColumns<T, kRows>(A, paddedB, first, end, packed, scale, X);
+  const Index innerChunk = std::max<Index>(std::min(B.inner, kInnerChunk), 1);
+  const Index panelsPerPiece = std::max<Index>(1, Index(kPieceBytes / (sizeof(T) * std::size_t(innerChunk * width))));
+  const Index fullPanels = B.cols / width;
+  const Index pieces = std::max<Index>(1, (B.inner + innerChunk - 1) / innerChunk);  // 1 when inner = 0: X = 0
+  for (Index p0 = 0; p0 < fullPanels; p0 += panelsPerPiece)
+    for (Index piece = 0; piece < pieces; ++piece)
+      tiles(A, B, first, end, p0, std::min(fullPanels, p0 + panelsPerPiece), piece * innerChunk,
+            std::min(B.inner, (piece + 1) * innerChunk), scale, X);
+  if (fullPanels * width < B.cols) lastPanel(A, B, first, end, scale, X);
 }
 
 // A B, its rows split across threads in blocks of 64.
@@ -137,10 +153,10 @@ template <class T>
 Mat<T> rowProduct(const Mat<T>& A, const Mat<T>& B) {
   constexpr Eigen::Index kBlockRows = 64;
   Mat<T> X(A.rows(), B.cols());
-  const Mat<T> paddedB = paddedColumns(B);
+  const ProductPanels<T> panels = productPanels(B);
   const Eigen::Index blocks = (A.rows() + kBlockRows - 1) / kBlockRows;
   parallelFor(blocks, double(A.rows()) * double(A.cols()) * double(B.cols()), [&](Eigen::Index b0, Eigen::Index b1) {
-    productRows(A, paddedB, b0 * kBlockRows, std::min(A.rows(), b1 * kBlockRows), T(1), X);
+    productRows(A, panels, b0 * kBlockRows, std::min(A.rows(), b1 * kBlockRows), T(1), X);
   });
   return X;
 }

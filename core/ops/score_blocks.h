@@ -45,12 +45,12 @@ void forEachScoreBlock(const Mat<T>& Q, const Mat<T>& K, Mat<T>& X, Body&& body)
   // Multiplied by the rounded 1/√d: exact for d = 64 (and every d that is a power of 4), within an ulp of the
   // division otherwise (docs/conventions.md#scores).
   const T scale = T(1) / std::sqrt(T(Q.cols()));
-  const Mat<T> paddedKt = paddedColumns(K.transpose());  // shared by every block and thread
+  const ProductPanels<T> keys = productPanels(K.transpose());  // shared by every block and thread
   const double work = double(nq) * double(K.rows()) * double(Q.cols());
   parallelFor(blocks, work, [&](Eigen::Index firstBlock, Eigen::Index endBlock) {
     for (Eigen::Index b = firstBlock; b < endBlock; ++b) {
       const Eigen::Index first = b * rowsPerBlock, end = std::min(nq, first + rowsPerBlock);
-      productRows(Q, paddedKt, first, end, scale, X);
+      productRows(Q, keys, first, end, scale, X);
       body(b, first, end);
     }
   });

@@ -19,7 +19,7 @@ RowSoftmax<T> rowSoftmax(const Mat<T>& Q, const Mat<T>& K, const Vec<T>* keyShif
   if (V) r.output.emplace(nq, V->cols());
   Vec<T> rowMaxAbs(nq);
   Mat<T> blockColSums(scoreBlockCount<T>(nq, nk), nk);
-  const Mat<T> paddedV = V ? paddedColumns(*V) : Mat<T>();
+  const ProductPanels<T> values = productPanels(V ? *V : Mat<T>());
   forEachScoreBlock(Q, K, r.plan, [&](Eigen::Index block, Eigen::Index first, Eigen::Index end) {
     auto colSums = blockColSums.row(block);
     colSums.setZero();
@@ -35,7 +35,7 @@ RowSoftmax<T> rowSoftmax(const Mat<T>& Q, const Mat<T>& K, const Vec<T>* keyShif
       r.rowSums(i) = row.sum();
       colSums += row.matrix();
     }
-    if (V) productRows(r.plan, paddedV, first, end, T(1), *r.output);
+    if (V) productRows(r.plan, values, first, end, T(1), *r.output);
   });
   r.colSums = Vec<T>::Zero(nk);
   for (Eigen::Index block = 0; block < blockColSums.rows(); ++block) r.colSums += blockColSums.row(block).transpose();

@@ -47,7 +47,7 @@ void expectProducts() {
     // Rows [first, end) only, scaled; the rows around them keep what they held.
     const Eigen::Index first = rows / 3, end = rows - rows / 4;
     Mat<T> X = Mat<T>::Constant(rows, cols, T(7));
-    productRows(A, paddedColumns(B), first, end, T(0.125), X);
+    productRows(A, productPanels(B), first, end, T(0.125), X);
     const Eigen::Index count = end - first;
     EXPECT_TRUE(productNear<T>(A.middleRows(first, count), B, T(0.125), X.middleRows(first, count)));
     EXPECT_TRUE((X.topRows(first).array() == T(7)).all());
