@@ -7,6 +7,7 @@
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
+#include "common/row_product.h"
 #include "ops/display_grid.h"
 #include "ops/log_domain.h"
 #include "ops/marginals.h"
@@ -64,21 +65,16 @@ Mat<T> LotCoupling<T>::dense() const {
   return denseRows(0, P1.rows());
 }
 
-// A's rows from B = n_q · diag(1/w) P2 (r × n_k, formed once): blocks of rows A_b = P1_b B, one thread per range of
-// blocks. A block is small enough to stay in cache between the product's zeroing of it and its accumulation, so
-// each entry of A goes to memory once (one whole n × n product zeroed A in memory first, then read it back).
+// A's rows from B = n_q · diag(1/w) P2 (r × n_k, laid out once for common/row_product.h): each entry of A is
+// summed in registers and written once, rows split across threads. (Eigen's product zeroed each block of A and
+// then accumulated into it: 10 % of a profile at n = 4096.)
 template <class T>
 Mat<T> LotCoupling<T>::denseRows(Eigen::Index first, Eigen::Index count) const {
-  constexpr Eigen::Index kBlockBytes = 256 * 1024;
-  const Eigen::Index nk = P2.cols();
-  const Eigen::Index blockRows = std::max<Eigen::Index>(1, kBlockBytes / Eigen::Index(sizeof(T) * std::max<Eigen::Index>(1, nk)));
-  const Mat<T> B = gluedKeys();
-  Mat<T> A = largeMatrix<T>(count, nk);
-  parallelFor(count, double(count) * double(nk) * double(P1.cols()), [&](Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index b = begin; b < end; b += blockRows) {
-      const Eigen::Index rows = std::min(blockRows, end - b);
-      A.middleRows(b, rows).noalias() = P1.middleRows(first + b, rows) * B;
-    }
+  const ProductPanels<T> keys = productPanels(gluedKeys());
+  const Mat<T> queries = P1.middleRows(first, count);
+  Mat<T> A = largeMatrix<T>(count, P2.cols());
+  parallelFor(count, double(count) * double(P2.cols()) * double(P1.cols()), [&](Eigen::Index begin, Eigen::Index end) {
+    productRows(queries, keys, begin, end, T(1), A);
   });
   return A;
 }
