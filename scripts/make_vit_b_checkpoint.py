@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes a ViT-B/16-shaped checkpoint with random weights, for measuring how TransportLens opens models of the
-size researchers use (`tlens bench --load`, docs/performance.md#checkpoint-loading). Never commit its output:
+size researchers use (`tlens bench --load`, README.md#opening-large-checkpoints). Never commit its output:
 it is 346 MB per weights file.
 
     /usr/bin/python3 scripts/make_vit_b_checkpoint.py --out checkpoints/vit-b16   # /checkpoints/ is git-ignored
