@@ -29,6 +29,13 @@ using Eigen::Index;
 constexpr int kRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 6 : 4;
 constexpr int kPackets = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 4 : 3;
 
+// The address of entry (i, j) of a row-major matrix by arithmetic, not through operator(): A has no columns when
+// the inner dimension is 0, and binding a reference to its (null) first entry is undefined behaviour.
+template <class Matrix>
+auto entryPointer(Matrix& m, Index i, Index j) {
+  return m.data() + i * m.cols() + j;
+}
+
 // Adds Σ_k a[r·lda + k] · b[k·ldb + c·W …] over k in [k0, k1) to out[r·ldo + c·W …] for r < Rows, c < Packets
 // (W the packet size): from 0 when k0 = 0 (out is not read), and the total times `scale` when k1 = inner.
 template <class T, int Rows, int Packets>
@@ -84,11 +91,12 @@ void tiles(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, I
   const Index full = first + (end - first) / kRows * kRows;
   for (Index i = first; i < full; i += kRows)
     for (Index p = p0; p < p1; ++p)
-      tile<T, kRows, kPackets>(&A(i, 0), A.cols(), k0, k1, B.inner, B.at(p, 0), width, scale, &X(i, p * width), X.cols());
+      tile<T, kRows, kPackets>(entryPointer(A, i, 0), A.cols(), k0, k1, B.inner, B.at(p, 0), width, scale,
+                               entryPointer(X, i, p * width), X.cols());
   if (full < end)
     for (Index p = p0; p < p1; ++p)
-      partialTile<T, kRows, kPackets>(int(end - full), &A(full, 0), A.cols(), k0, k1, B.inner, B.at(p, 0), width,
-                                      scale, &X(full, p * width), X.cols());
+      partialTile<T, kRows, kPackets>(int(end - full), entryPointer(A, full, 0), A.cols(), k0, k1, B.inner,
+                                      B.at(p, 0), width, scale, entryPointer(X, full, p * width), X.cols());
 }
 
 // The last, partial panel: whole tiles into a small buffer, of which the real columns are copied.
@@ -99,11 +107,14 @@ void lastPanel(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index en
   T buffer[kRows * width];
   for (Index i = first; i < end; i += kRows) {
     const Index rows = std::min<Index>(kRows, end - i);
-    if (rows == kRows) tile<T, kRows, kPackets>(&A(i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0), width, scale, buffer, width);
+    if (rows == kRows)
+      tile<T, kRows, kPackets>(entryPointer(A, i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0), width, scale,
+                               buffer, width);
     else
-      partialTile<T, kRows, kPackets>(int(rows), &A(i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0), width, scale,
-                                      buffer, width);
-    for (Index r = 0; r < rows; ++r) std::copy(buffer + r * width, buffer + r * width + count, &X(i + r, j0));
+      partialTile<T, kRows, kPackets>(int(rows), entryPointer(A, i, 0), A.cols(), 0, B.inner, B.inner,
+                                      B.at(panel, 0), width, scale, buffer, width);
+    for (Index r = 0; r < rows; ++r)
+      std::copy(buffer + r * width, buffer + r * width + count, entryPointer(X, i + r, j0));
   }
 }
 
