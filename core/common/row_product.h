@@ -60,15 +60,13 @@ inline void tile(const T* a, Index lda, Index k0, Index k1, Index inner, const T
     for (int c = 0; c < Packets; ++c) pstoreu(out + r * ldo + c * W, pmul(sum[r][c], s));
 }
 
-// A tile of `rows` < Rows rows: the tile shape with exactly that many rows (a row at a time would load each
+// A tile of `rows` ≤ Rows rows: the tile shape with exactly that many rows (a row at a time would load each
 // packet of B for one row's multiply-adds only).
 template <class T, int Rows, int Packets>
-void partialTile(int rows, const T* a, Index lda, Index k0, Index k1, Index inner, const T* b, Index ldb, T scale,
-                 T* out, Index ldo) {
-  if constexpr (Rows > 1) {
-    if (rows == Rows - 1) return tile<T, Rows - 1, Packets>(a, lda, k0, k1, inner, b, ldb, scale, out, ldo);
-    return partialTile<T, Rows - 1, Packets>(rows, a, lda, k0, k1, inner, b, ldb, scale, out, ldo);
-  }
+void tileOfRows(int rows, const T* a, Index lda, Index k0, Index k1, Index inner, const T* b, Index ldb, T scale,
+                T* out, Index ldo) {
+  if (rows == Rows) return tile<T, Rows, Packets>(a, lda, k0, k1, inner, b, ldb, scale, out, ldo);
+  if constexpr (Rows > 1) tileOfRows<T, Rows - 1, Packets>(rows, a, lda, k0, k1, inner, b, ldb, scale, out, ldo);
 }
 
 // B's columns in panels of kPackets packets, each panel's inner × width entries contiguous (row-major), the last
@@ -82,21 +80,16 @@ struct ProductPanels {
   const T* at(Index panel, Index k) const { return data.data() + (panel * inner + k) * kWidth; }
 };
 
-// Columns [p0, p1) of the full panels, rows [first, end), k in [k0, k1): tiles of Rows × kPackets packets, the
+// Columns [p0, p1) of the full panels, rows [first, end), k in [k0, k1): tiles of kRows × kPackets packets, the
 // last rows in one shorter tile.
 template <class T>
 void tiles(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, Index p0, Index p1, Index k0, Index k1,
            T scale, Mat<T>& X) {
   constexpr Index width = ProductPanels<T>::kWidth;
-  const Index full = first + (end - first) / kRows * kRows;
-  for (Index i = first; i < full; i += kRows)
+  for (Index i = first; i < end; i += kRows)
     for (Index p = p0; p < p1; ++p)
-      tile<T, kRows, kPackets>(entryPointer(A, i, 0), A.cols(), k0, k1, B.inner, B.at(p, 0), width, scale,
-                               entryPointer(X, i, p * width), X.cols());
-  if (full < end)
-    for (Index p = p0; p < p1; ++p)
-      partialTile<T, kRows, kPackets>(int(end - full), entryPointer(A, full, 0), A.cols(), k0, k1, B.inner,
-                                      B.at(p, 0), width, scale, entryPointer(X, full, p * width), X.cols());
+      tileOfRows<T, kRows, kPackets>(int(std::min<Index>(kRows, end - i)), entryPointer(A, i, 0), A.cols(), k0, k1,
+                                     B.inner, B.at(p, 0), width, scale, entryPointer(X, i, p * width), X.cols());
 }
 
 // The last, partial panel: whole tiles into a small buffer, of which the real columns are copied.
@@ -107,12 +100,8 @@ void lastPanel(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index en
   T buffer[kRows * width];
   for (Index i = first; i < end; i += kRows) {
     const Index rows = std::min<Index>(kRows, end - i);
-    if (rows == kRows)
-      tile<T, kRows, kPackets>(entryPointer(A, i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0), width, scale,
-                               buffer, width);
-    else
-      partialTile<T, kRows, kPackets>(int(rows), entryPointer(A, i, 0), A.cols(), 0, B.inner, B.inner,
-                                      B.at(panel, 0), width, scale, buffer, width);
+    tileOfRows<T, kRows, kPackets>(int(rows), entryPointer(A, i, 0), A.cols(), 0, B.inner, B.inner, B.at(panel, 0),
+                                   width, scale, buffer, width);
     for (Index r = 0; r < rows; ++r)
       std::copy(buffer + r * width, buffer + r * width + count, entryPointer(X, i + r, j0));
   }
@@ -159,16 +148,13 @@ void productRows(const Mat<T>& A, const ProductPanels<T>& B, Eigen::Index first,
   if (fullPanels * width < B.cols) lastPanel(A, B, first, end, scale, X);
 }
 
-// A B, its rows split across threads in blocks of 64.
+// A B, its rows split across threads.
 template <class T>
 Mat<T> rowProduct(const Mat<T>& A, const Mat<T>& B) {
-  constexpr Eigen::Index kBlockRows = 64;
   Mat<T> X(A.rows(), B.cols());
   const ProductPanels<T> panels = productPanels(B);
-  const Eigen::Index blocks = (A.rows() + kBlockRows - 1) / kBlockRows;
-  parallelFor(blocks, double(A.rows()) * double(A.cols()) * double(B.cols()), [&](Eigen::Index b0, Eigen::Index b1) {
-    productRows(A, panels, b0 * kBlockRows, std::min(A.rows(), b1 * kBlockRows), T(1), X);
-  });
+  const double work = double(A.rows()) * double(A.cols()) * double(B.cols());
+  parallelFor(A.rows(), work, [&](Eigen::Index first, Eigen::Index end) { productRows(A, panels, first, end, T(1), X); });
   return X;
 }
 
