@@ -5,6 +5,7 @@
 // ties=break every group is one token, so U_l is Λ between single tokens (a permutation /n when n_q = n_k).
 // Nothing is n×n: a slice holds O(n_q + n_k) numbers, and the plan, its cost and its product with V are read
 // from the blocks.
+#include <cstddef>
 #include <vector>
 
 #include "common/matrix.h"
@@ -46,6 +47,27 @@ HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> qu
 // (docs/operators/esp.md#definition, step 5).
 template <class T>
 T sliceCost(const HardSlice& slice, const Mat<T>& Q, const Mat<T>& K, double p);
+
+// visit(i, j, a) for every entry of scale·U_l: each tie-group block spreads its mass evenly over its pairs.
+template <class T, class Visit>
+void forEachSliceEntry(const HardSlice& s, T scale, Visit&& visit) {
+  for (const auto& b : s.blocks) {
+    const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
+    const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
+    const T entry = scale * T(b.mass) / T((q1 - q0) * (k1 - k0));
+    for (int r = q0; r < q1; ++r)
+      for (int c = k0; c < k1; ++c) visit(Eigen::Index(s.queryOrder[r]), Eigen::Index(s.keyOrder[c]), entry);
+  }
+}
+
+// Entries of U_l, counted without visiting them: Σ over blocks of |g_q|·|g_k|.
+inline std::size_t sliceEntryCount(const HardSlice& s) {
+  std::size_t count = 0;
+  for (const auto& b : s.blocks)
+    count += std::size_t(s.queryGroupStart[b.queryGroup + 1] - s.queryGroupStart[b.queryGroup]) *
+             std::size_t(s.keyGroupStart[b.keyGroup + 1] - s.keyGroupStart[b.keyGroup]);
+  return count;
+}
 
 // plan += scale·U_l (scale = n_q·w_l gives this slice's share of A = n_q·G), for the rows
 // [firstRow, firstRow + plan.rows()) of U_l; `plan` is a matrix or a block of a matrix's rows (call it as

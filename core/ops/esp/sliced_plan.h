@@ -3,31 +3,49 @@
 // its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers. A·V and Aᵀ·W gather rows per slice in
 // O(L·n·d); the dense matrix is formed only when a view asks (docs/operators/esp.md#lazy-path).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
 #include "ops/esp/esp_slice.h"
+#include "ops/esp/slice_rows.h"
 #include "ops/transport_plan.h"
 
 namespace tl {
 
 // Σ_l n_q·w_l·U_l·M (or U_lᵀ·M with `transposed`) by gathers, slice by slice in order, into an outRows-row
-// result: A·V (and Aᵀ·W) of the sliced plan, also for callers that need only the output (espLazyOutput).
+// result: A·V (and Aᵀ·W) of a sliced plan with tie groups, on one thread.
 template <class T>
-Mat<T> slicedProduct(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq, const Mat<T>& M,
-                     Eigen::Index outRows, bool transposed) {
+Mat<T> slicedBlockProduct(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq,
+                          const Mat<T>& M, Eigen::Index outRows, bool transposed) {
   Mat<T> out = Mat<T>::Zero(outRows, M.cols());
   for (size_t l = 0; l < slices.size(); ++l)
     addSliceProduct(slices[l], T(nq) * weights(Eigen::Index(l)), M, out, transposed);
   return out;
 }
 
+// The same product for callers that need only the output (espLazyOutput): by rows (slice_rows.h) unless the
+// slices tie too much for that.
+template <class T>
+Mat<T> slicedProduct(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq, const Mat<T>& M,
+                     Eigen::Index outRows, bool transposed) {
+  const Eigen::Index nk = transposed ? outRows : M.rows();
+  if (const auto indexed = sliceRows(slices, weights, nq, nk, transposed)) return sliceRowsProduct(*indexed, M);
+  return slicedBlockProduct(slices, weights, nq, M, outRows, transposed);
+}
+
 template <class T>
 class SlicedPlan final : public TransportPlan<T> {
  public:
+  // The entries are indexed by row and by column once here, the two indexes side by side on two threads
+  // (unless the slices tie too much): every product and dense row then reads them (slice_rows.h).
   SlicedPlan(std::vector<HardSlice> slices, Vec<T> weights, Eigen::Index rows, Eigen::Index cols)
-      : slices_(std::move(slices)), weights_(std::move(weights)), rows_(rows), cols_(cols) {}
+      : slices_(std::move(slices)), weights_(std::move(weights)), rows_(rows), cols_(cols) {
+    parallelForEach(2, [&](Eigen::Index byColumn) {
+      (byColumn ? byColumn_ : byRow_) = sliceRows(slices_, weights_, rows_, cols_, byColumn == 1);
+    });
+  }
   Eigen::Index rows() const override { return rows_; }
   Eigen::Index cols() const override { return cols_; }
   Mat<T> apply(const Mat<T>& V) const override { return product(V, rows_, false); }
@@ -53,6 +71,10 @@ class SlicedPlan final : public TransportPlan<T> {
     // slice's entries in those rows, slice by slice in order as one thread would. One thread scattering all
     // L·n entries across the buffer made two threads slower than one at n = 4096.
     Mat<T> A = largeMatrix<T>(count, cols_);
+    if (byRow_) {
+      sliceRowsDense(*byRow_, first, A);
+      return A;
+    }
     parallelFor(count, double(count) * double(cols_), [&](Eigen::Index begin, Eigen::Index end) {
       auto rows = A.middleRows(begin, end - begin);
       rows.setZero();
@@ -65,12 +87,15 @@ class SlicedPlan final : public TransportPlan<T> {
  private:
   T share(size_t l) const { return T(rows_) * weights_(Eigen::Index(l)); }  // n_q·w_l
   Mat<T> product(const Mat<T>& M, Eigen::Index outRows, bool transposed) const {
-    return slicedProduct(slices_, weights_, rows_, M, outRows, transposed);
+    const std::optional<SliceRows<T>>& indexed = transposed ? byColumn_ : byRow_;
+    if (indexed) return sliceRowsProduct(*indexed, M);
+    return slicedBlockProduct(slices_, weights_, rows_, M, outRows, transposed);
   }
 
   std::vector<HardSlice> slices_;
   Vec<T> weights_;
   Eigen::Index rows_, cols_;
+  std::optional<SliceRows<T>> byRow_, byColumn_;  // empty when the slices tie too much
 };
 
 }  // namespace tl
