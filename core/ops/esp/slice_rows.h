@@ -14,6 +14,7 @@
 // coupled rank pair (float32 projections of a few thousand Gaussian tokens tie in most runs, by a pair or
 // two); up to kEntriesPerPair entries per rank pair on average are indexed, and beyond that (a slice where
 // most tokens tie: n² pairs in the worst case) the plan keeps the block loops of esp_slice.h.
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <vector>
@@ -53,6 +54,25 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   SliceRows<T> out;
   const Eigen::Index rows = transposed ? nk : nq;
   out.cols = transposed ? nq : nk;
+  auto share = [&](size_t l) { return T(nq) * weights(Eigen::Index(l)); };
+  // Every token has an entry in every slice (each coupled rank pair has mass), so a slice with as many entries
+  // as rows has exactly one in each: the usual case of n_q = n_k without ties. Row r's entry of slice l then
+  // has the fixed place r·L + l, and the slices are written in parallel.
+  const bool oneEntryPerRow =
+      std::all_of(slices.begin(), slices.end(), [&](const HardSlice& s) { return sliceEntryCount(s) == size_t(rows); });
+  if (oneEntryPerRow) {
+    const auto L = Eigen::Index(slices.size());
+    out.start.resize(size_t(rows) + 1);
+    for (Eigen::Index r = 0; r <= rows; ++r) out.start[size_t(r)] = r * L;
+    out.entries.resize(total);
+    parallelFor(L, double(total), [&](Eigen::Index first, Eigen::Index end) {
+      for (Eigen::Index l = first; l < end; ++l)
+        forEachSliceEntry(slices[size_t(l)], share(size_t(l)), [&](Eigen::Index i, Eigen::Index j, T a) {
+          out.entries[size_t((transposed ? j : i) * L + l)] = {int(transposed ? i : j), a};
+        });
+    });
+    return out;
+  }
   out.start.assign(size_t(rows) + 1, 0);
   const T noScale = T(1);
   for (const HardSlice& s : slices)
@@ -61,7 +81,7 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   out.entries.resize(total);
   std::vector<Eigen::Index> next(out.start.begin(), out.start.end() - 1);
   for (size_t l = 0; l < slices.size(); ++l)
-    forEachSliceEntry(slices[l], T(nq) * weights(Eigen::Index(l)), [&](Eigen::Index i, Eigen::Index j, T a) {
+    forEachSliceEntry(slices[l], share(l), [&](Eigen::Index i, Eigen::Index j, T a) {
       out.entries[size_t(next[size_t(transposed ? j : i)]++)] = {int(transposed ? i : j), a};
     });
   return out;

@@ -111,17 +111,21 @@ TEST(SliceRows, SlicesThatTieTooMuchAreNotIndexed) {
   EXPECT_TRUE(matricesNear(plan.apply(V), blockDense(s), 1e-15));
 }
 
-// Rows split across threads: each row is formed by one thread in the same order, so the same bits.
+// Slices (equal sizes, no ties: each written in parallel) and rows split across threads: each entry has its
+// place and each row is formed by one thread in the same order, so the same bits. L·n is above parallelFor's
+// serial threshold.
 TEST(SliceRows, SameBitsOnOneAndTwoThreads) {
   const int threadsBefore = parallelThreads();
-  const Slices s = randomSlices(700, 700, 16, 0, 9);
+  const Slices s = randomSlices(700, 700, 64, 0, 9);
   const MatD V = MatD::Random(700, 64);
-  const auto rows = *sliceRows(s.slices, s.weights, s.nq, s.nk, false);
   setParallelThreads(1);
-  const MatD one = sliceRowsProduct(rows, V), oneDense = indexedDense(rows);
+  const auto oneRows = *sliceRows(s.slices, s.weights, s.nq, s.nk, false);
+  const MatD one = sliceRowsProduct(oneRows, V), oneDense = indexedDense(oneRows);
   setParallelThreads(2);
-  const MatD two = sliceRowsProduct(rows, V), twoDense = indexedDense(rows);
+  const auto twoRows = *sliceRows(s.slices, s.weights, s.nq, s.nk, false);
+  const MatD two = sliceRowsProduct(twoRows, V), twoDense = indexedDense(twoRows);
   setParallelThreads(threadsBefore);
+  EXPECT_TRUE(matricesNear(two, slicedBlockProduct(s.slices, s.weights, s.nq, V, s.nq, false), 0.0));
   EXPECT_TRUE(matricesNear(two, one, 0.0));
   EXPECT_TRUE(matricesNear(twoDense, oneDense, 0.0));
 }
