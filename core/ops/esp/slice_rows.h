@@ -46,9 +46,11 @@ template <class T>
 std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq,
                                       Eigen::Index nk, bool transposed) {
   std::size_t pairs = 0, total = 0;
-  for (const HardSlice& s : slices) {
-    pairs += s.blocks.size();
-    total += sliceEntryCount(s);
+  std::vector<std::size_t> counts(slices.size());
+  for (size_t l = 0; l < slices.size(); ++l) {
+    pairs += slices[l].blocks.size();
+    counts[l] = sliceEntryCount(slices[l]);
+    total += counts[l];
   }
   if (total > kEntriesPerPair * pairs) return std::nullopt;
   SliceRows<T> out;
@@ -59,7 +61,7 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   // as rows has exactly one in each: the usual case of n_q = n_k without ties. Row r's entry of slice l then
   // has the fixed place r·L + l, and the slices are written in parallel.
   const bool oneEntryPerRow =
-      std::all_of(slices.begin(), slices.end(), [&](const HardSlice& s) { return sliceEntryCount(s) == size_t(rows); });
+      std::all_of(counts.begin(), counts.end(), [&](std::size_t count) { return count == size_t(rows); });
   if (oneEntryPerRow) {
     const auto L = Eigen::Index(slices.size());
     out.start.resize(size_t(rows) + 1);
