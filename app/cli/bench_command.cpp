@@ -43,8 +43,8 @@ CommandLine benchCommandLine() {
        {"repeats", "R", "timed runs per operator and n; the median is reported (default 7)"},
        {"precision", "f64|f32", "computation precision (default f64)"},
        {"threads", "N", "threads of the C++ path and of the PyTorch reference (default: every core)"},
-       {"floor", "", "also measure this CPU's floor (vectorised exp, streaming read; 1 thread and --threads) and "
-                     "report each operator's time as a multiple of it"},
+       {"floor", "", "also measure this CPU's floor (vectorised exp, streaming read, multiply-add peak; 1 thread "
+                     "and --threads) and report each operator's time as a multiple of it"},
        {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
        {"backward", "", "time the banded backward (one --op banded:...,tail_steps=2): one-reference vs direct "
                         "four-plan schedule, and each against the forward (default --precision f32, --repeats 5)"},
@@ -141,8 +141,9 @@ struct BenchRow {
   std::optional<double> referenceSeconds;
   std::optional<std::string> referenceError;  // the reference ran but could not time this row: why
   // With --floor: the operator's time over one exp pass over the n × n scores, and, for the families whose
-  // least work is known (softmax: 1 pass, Sinkhorn: T + 2; see floorPasses), over that least work.
-  std::optional<double> expPassEquivalents, floorSeconds;
+  // least work is known (softmax: 1 pass, Sinkhorn: T + 2; see floorPasses), over that least work: its exp
+  // passes alone (floorSeconds), and with its products at the multiply-add peak (workFloorSeconds).
+  std::optional<double> expPassEquivalents, floorSeconds, workFloorSeconds;
 };
 
 // Exp passes over n × n that the dense log-domain loop cannot avoid: T + 1 log-sum-exps (the last one gives
@@ -154,12 +155,16 @@ std::optional<int> floorPasses(const OperatorSpec& spec) {
   return std::nullopt;
 }
 
+// Multiply-adds of the dense products every family computes, per n × n entry over d: the scores QKᵀ and the
+// output A·V (d_v = d here), one each.
+constexpr int kProductsPerEntryAndFeature = 2;
+
 void printTable(const std::vector<BenchRow>& rows) {
   size_t width = 8;
   for (const auto& row : rows) width = std::max(width, row.op.size());
   const bool floor = !rows.empty() && rows.front().expPassEquivalents;
   std::printf("%-*s %7s %12s %12s %10s", int(width), "operator", "n", "C++ ms", "torch ms", "torch/C++");
-  std::printf(floor ? " %11s %11s\n" : "\n", "exp passes", "x floor");
+  std::printf(floor ? " %11s %11s %11s\n" : "\n", "exp passes", "x floor", "x work");
   for (const auto& row : rows) {
     const double cpp = median(row.cppSeconds);
     std::printf("%-*s %7d %12.3f", int(width), row.op.c_str(), row.n, 1e3 * cpp);
@@ -170,9 +175,9 @@ void printTable(const std::vector<BenchRow>& rows) {
     if (row.expPassEquivalents) {
       std::printf(" %11.1f", *row.expPassEquivalents);
       if (row.floorSeconds)
-        std::printf(" %11.2f", cpp / *row.floorSeconds);
+        std::printf(" %11.2f %11.2f", cpp / *row.floorSeconds, cpp / *row.workFloorSeconds);
       else
-        std::printf(" %11s", "-");
+        std::printf(" %11s %11s", "-", "-");
     }
     std::printf("\n");
   }
@@ -193,9 +198,10 @@ nlohmann::json floorsJson(const std::vector<CpuFloor>& floors) {
 
 void printFloors(const std::vector<CpuFloor>& floors) {
   for (const CpuFloor& floor : floors)
-    std::printf("floor, %d thread(s): exp %.3f ns (f32), %.3f ns (f64) per element; streaming read %.1f GB/s\n",
+    std::printf("floor, %d thread(s): exp %.3f ns (f32), %.3f ns (f64) per element; streaming read %.1f GB/s; "
+                "multiply-add peak %.0f GFLOP/s (f32), %.0f GFLOP/s (f64)\n",
                 floor.threads, 1e9 / floor.expPerSecond32, 1e9 / floor.expPerSecond64,
-                floor.streamBytesPerSecond / 1e9);
+                floor.streamBytesPerSecond / 1e9, floor.multiplyAddFlops32 / 1e9, floor.multiplyAddFlops64 / 1e9);
 }
 
 nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBenchRequest& request,
@@ -216,6 +222,8 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
     if (row.floorSeconds) {
       entry["floor_seconds"] = *row.floorSeconds;
       entry["ratio_cpp_over_floor"] = median(row.cppSeconds) / *row.floorSeconds;
+      entry["work_floor_seconds"] = *row.workFloorSeconds;
+      entry["ratio_cpp_over_work_floor"] = median(row.cppSeconds) / *row.workFloorSeconds;
     }
     results.push_back(entry);
   }
@@ -331,8 +339,11 @@ int benchCommand(const Args& args) {
     const CpuFloor& floor = floors.back();  // measured with the threads the operators used
     const double entries = double(row.n) * row.n, cpp = median(row.cppSeconds);
     row.expPassEquivalents = cpp / floor.passSeconds(entries, 1, bytes);
-    if (const auto passes = floorPasses(specs[r / request.sizes.size()]))
+    if (const auto passes = floorPasses(specs[r / request.sizes.size()])) {
       row.floorSeconds = floor.passSeconds(entries, *passes, bytes);
+      row.workFloorSeconds =
+          *row.floorSeconds + floor.multiplyAddSeconds(kProductsPerEntryAndFeature * entries * request.d, bytes);
+    }
   }
 
   std::printf("C++ CPU path (%s; %s): %d thread(s), %s, d=%d, median of %d runs%s\n", cpuModel().c_str(),

@@ -61,6 +61,33 @@ double expPerSecond(int repeats) {
   return double(kSize) / seconds;
 }
 
+// Vector multiply-adds on accumulators held in registers, every thread on its own: kAccumulators independent
+// chains, enough to keep two multiply-add units busy through their latency on the machines this runs on.
+template <class T>
+double multiplyAddFlops(int repeats) {
+  using Packet = typename Eigen::internal::packet_traits<T>::type;
+  constexpr int kAccumulators = 12, kSteps = 1 << 20;
+  constexpr double kFlopsPerThread = 2.0 * kAccumulators * kSteps * Eigen::internal::packet_traits<T>::size;
+  const int threads = parallelThreads();
+  Sink sink;
+  const double seconds = medianSeconds(repeats, [&] {
+    parallelFor(threads, 1e12, [&](Eigen::Index first, Eigen::Index end) {
+      for (Eigen::Index t = first; t < end; ++t) {
+        // x ← x·a + b stays near 1 (a just under 1, b small), so no value overflows or turns denormal.
+        const Packet a = Eigen::internal::pset1<Packet>(T(0.999)), b = Eigen::internal::pset1<Packet>(T(1e-3));
+        Packet x[kAccumulators];
+        for (int i = 0; i < kAccumulators; ++i) x[i] = Eigen::internal::pset1<Packet>(T(1) + T(i) * T(1e-3));
+        for (int step = 0; step < kSteps; ++step)
+          for (int i = 0; i < kAccumulators; ++i) x[i] = Eigen::internal::pmadd(x[i], a, b);
+        T total = 0;
+        for (int i = 0; i < kAccumulators; ++i) total += Eigen::internal::predux(x[i]);
+        sink.add(double(total));
+      }
+    });
+  });
+  return kFlopsPerThread * threads / seconds;
+}
+
 // One read of a 256 MiB float array (a sum, so nothing is written), split across threads.
 double streamBytesPerSecond(int repeats) {
   const Eigen::Index size = Eigen::Index(1) << 26;
@@ -97,6 +124,10 @@ double CpuFloor::passSeconds(double entries, int passes, size_t bytesPerElement)
   return passes * std::max(expSeconds, readSeconds);
 }
 
+double CpuFloor::multiplyAddSeconds(double multiplyAdds, size_t bytesPerElement) const {
+  return 2 * multiplyAdds / (bytesPerElement == 4 ? multiplyAddFlops32 : multiplyAddFlops64);
+}
+
 CpuFloor measureCpuFloor(int threads, int repeats) {
   setParallelThreads(threads);
   CpuFloor floor;
@@ -104,6 +135,8 @@ CpuFloor measureCpuFloor(int threads, int repeats) {
   floor.expPerSecond32 = expPerSecond<float>(repeats);
   floor.expPerSecond64 = expPerSecond<double>(repeats);
   floor.streamBytesPerSecond = streamBytesPerSecond(repeats);
+  floor.multiplyAddFlops32 = multiplyAddFlops<float>(repeats);
+  floor.multiplyAddFlops64 = multiplyAddFlops<double>(repeats);
   return floor;
 }
 
@@ -117,7 +150,9 @@ nlohmann::json floorJson(const CpuFloor& floor) {
           {"exp_per_second_f64", floor.expPerSecond64},
           {"exp_ns_f32", 1e9 / floor.expPerSecond32},
           {"exp_ns_f64", 1e9 / floor.expPerSecond64},
-          {"stream_gb_per_second", floor.streamBytesPerSecond / 1e9}};
+          {"stream_gb_per_second", floor.streamBytesPerSecond / 1e9},
+          {"multiply_add_gflops_f32", floor.multiplyAddFlops32 / 1e9},
+          {"multiply_add_gflops_f64", floor.multiplyAddFlops64 / 1e9}};
 }
 
 }  // namespace tl::cli

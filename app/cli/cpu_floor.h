@@ -1,7 +1,8 @@
 #pragma once
 // `tlens bench --floor`: what this CPU can do at best for the work every log-domain operator is made of, so
 // an operator's time can be read as a multiple of it. A half-step of Sinkhorn over an n_q × n_k score
-// matrix needs n_q·n_k exponentials and one read of the scores; nothing can be faster than that.
+// matrix needs n_q·n_k exponentials and one read of the scores, and the scores QKᵀ and the output A·V need
+// n_q·n_k·d multiply-adds each; nothing can be faster than that.
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -12,11 +13,16 @@ struct CpuFloor {
   double expPerSecond32 = 0, expPerSecond64 = 0;
   // Bytes per second of one streaming read (a sum) over an array far larger than the caches.
   double streamBytesPerSecond = 0;
+  // Floating-point operations per second (a multiply-add counts 2) of vector multiply-adds on values held in
+  // registers: the peak that no product can pass.
+  double multiplyAddFlops32 = 0, multiplyAddFlops64 = 0;
   int threads = 1;
 
   // Seconds for `passes` exp passes over an n_q × n_k matrix of the given element size, each also reading it
   // once: the larger of the two (the read overlaps the arithmetic).
   double passSeconds(double entries, int passes, size_t bytesPerElement) const;
+  // Seconds for `multiplyAdds` multiply-adds at the peak.
+  double multiplyAddSeconds(double multiplyAdds, size_t bytesPerElement) const;
 };
 
 // Measures the floor with `threads` threads (median of `repeats` timings of each kernel).

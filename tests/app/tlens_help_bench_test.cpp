@@ -115,22 +115,24 @@ TEST(TlensBench, ARowTheReferenceCannotTimeSaysWhy) {
   expectMentions(run.out, {"reference could not time asap:features=raw", "sliced-potential"});
 }
 
-// --floor: the CPU's exp and streaming throughput in the JSON, and each row's time over it. Sinkhorn's least
-// work is T + 2 exp passes over n × n (T + 1 log-sum-exps and the plan); ESP has no such count.
+// --floor: the CPU's exp, streaming and multiply-add throughput in the JSON, and each row's time over it.
+// Sinkhorn's least work is T + 2 exp passes over n × n (T + 1 log-sum-exps and the plan), and with its two
+// products (QKᵀ and A·V, n·n·d multiply-adds each) at the multiply-add peak; ESP has no such count.
 TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
   const std::string json = scratchDir("bench-floor") + "/bench.json";
   const CliRun run = runTlens({"bench", "--floor", "--threads", "1", "--op", "sinkhorn:T=3", "--op", "esp", "--n", "16",
                                "--d", "4", "--repeats", "1", "--json", json},
                               "TL_PYTHON=/bin/false");
   ASSERT_EQ(run.status, 0) << run.err;
-  expectMentions(run.out, {"floor, 1 thread(s)", "x floor"});
+  expectMentions(run.out, {"floor, 1 thread(s)", "x floor", "x work", "multiply-add peak"});
   const auto report = nlohmann::json::parse(readText(json));
   EXPECT_EQ(report["cpp_threads"].get<int>(), 1);
   EXPECT_FALSE(report["machine"]["build_simd"].get<std::string>().empty());
   ASSERT_EQ(report["floor"].size(), 1u);  // one thread asked: no second, all-thread floor
   const auto& floor = report["floor"][0];
   EXPECT_EQ(floor["threads"].get<int>(), 1);
-  for (const char* key : {"exp_per_second_f32", "exp_per_second_f64", "stream_gb_per_second"})
+  for (const char* key : {"exp_per_second_f32", "exp_per_second_f64", "stream_gb_per_second",
+                          "multiply_add_gflops_f32", "multiply_add_gflops_f64"})
     EXPECT_GT(floor[key].get<double>(), 0.0) << key;
   EXPECT_NEAR(floor["exp_ns_f64"].get<double>() * floor["exp_per_second_f64"].get<double>(), 1e9, 1e-3);
   const auto& sinkhorn = report["results"][0];
@@ -139,8 +141,15 @@ TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
   const double onePass = cpp / sinkhorn["exp_pass_equivalents"].get<double>();
   EXPECT_NEAR(sinkhorn["floor_seconds"].get<double>() / onePass, 5.0, 1e-9);
   EXPECT_NEAR(sinkhorn["ratio_cpp_over_floor"].get<double>(), cpp / sinkhorn["floor_seconds"].get<double>(), 1e-12);
+  // The default precision is float64: 2·16·16·4 multiply-adds, 2 flops each, at the float64 peak.
+  const double products = 2.0 * 2 * 16 * 16 * 4 / (floor["multiply_add_gflops_f64"].get<double>() * 1e9);
+  EXPECT_NEAR(sinkhorn["work_floor_seconds"].get<double>(), sinkhorn["floor_seconds"].get<double>() + products,
+              1e-9 * products);
+  EXPECT_NEAR(sinkhorn["ratio_cpp_over_work_floor"].get<double>(), cpp / sinkhorn["work_floor_seconds"].get<double>(),
+              1e-12);
   EXPECT_GT(esp["exp_pass_equivalents"].get<double>(), 0.0);
   EXPECT_FALSE(esp.contains("floor_seconds"));
+  EXPECT_FALSE(esp.contains("work_floor_seconds"));
   // The floor alone needs no operator; a thread count must be positive.
   EXPECT_EQ(runTlens({"bench", "--floor", "--threads", "1", "--repeats", "1"}).status, 0);
   const CliRun zero = runTlens({"bench", "--floor", "--threads", "0"});
