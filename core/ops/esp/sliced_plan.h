@@ -1,7 +1,8 @@
 #pragma once
 // Hard ESP's plan as an object (ops/transport_plan.h): A = n_q·Σ_l w_l U_l with each slice plan U_l kept as
-// its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers. A·V and Aᵀ·W gather rows per slice in
-// O(L·n·d); the dense matrix is formed only when a view asks (docs/operators/esp.md#lazy-path).
+// its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers, and its entries listed by row and by column
+// (ops/esp/slice_rows.h). A·V and Aᵀ·W gather rows in O(L·n·d); the dense matrix is formed only when a view
+// asks (docs/operators/esp.md#lazy-path).
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -67,9 +68,9 @@ class SlicedPlan final : public TransportPlan<T> {
     return merged;
   }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
-    // Each thread zeroes its own rows (the n×n buffer's first touch: its page faults are shared) and adds every
-    // slice's entries in those rows, slice by slice in order as one thread would. One thread scattering all
-    // L·n entries across the buffer made two threads slower than one at n = 4096.
+    // Each thread zeroes its own rows (the n×n buffer's first touch: its page faults are shared) and adds their
+    // entries: from the row index, or, for slices that tie too much, by walking every slice's entries and
+    // keeping those in its rows, slice by slice in order as one thread would.
     Mat<T> A = largeMatrix<T>(count, cols_);
     if (byRow_) {
       sliceRowsDense(*byRow_, first, A);
