@@ -39,6 +39,21 @@ struct SliceRows {
 
 inline constexpr std::size_t kEntriesPerPair = 4;
 
+// True when every slice has exactly one entry in each of the `rows` rows: the usual case of n_q = n_k without
+// ties, where row r's entry of slice l has the fixed place r·L + l and the slices can be written in parallel.
+// A slice without tie groups has one block per pair of ranks its coupling joins, the same pairs in every slice,
+// so the first slice's blocks say it for all. (Counting entries is not enough: with tied queries and the
+// interpolation coupling one key can get two entries while another gets none.)
+inline bool oneEntryPerRow(const std::vector<HardSlice>& slices, Eigen::Index rows, bool transposed) {
+  const auto withoutTies = [](const HardSlice& s) {
+    return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
+  };
+  if (slices.empty() || !std::all_of(slices.begin(), slices.end(), withoutTies)) return false;
+  std::vector<int> entries(size_t(rows), 0);
+  for (const HardSlice::Block& b : slices.front().blocks) ++entries[size_t(transposed ? b.keyGroup : b.queryGroup)];
+  return std::all_of(entries.begin(), entries.end(), [](int count) { return count == 1; });
+}
+
 // The entries of Σ_l n_q·w_l·U_l by query row (by key column with `transposed`), each row's in slice order (a
 // counting sort of forEachSliceEntry's entries, slice by slice); each value is the one the block loops add.
 // Nothing when there are more than kEntriesPerPair times the slices' coupled rank pairs.
@@ -46,23 +61,16 @@ template <class T>
 std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq,
                                       Eigen::Index nk, bool transposed) {
   std::size_t pairs = 0, total = 0;
-  std::vector<std::size_t> counts(slices.size());
-  for (size_t l = 0; l < slices.size(); ++l) {
-    pairs += slices[l].blocks.size();
-    counts[l] = sliceEntryCount(slices[l]);
-    total += counts[l];
+  for (const HardSlice& s : slices) {
+    pairs += s.blocks.size();
+    total += sliceEntryCount(s);
   }
   if (total > kEntriesPerPair * pairs) return std::nullopt;
   SliceRows<T> out;
   const Eigen::Index rows = transposed ? nk : nq;
   out.cols = transposed ? nq : nk;
   auto share = [&](size_t l) { return T(nq) * weights(Eigen::Index(l)); };
-  // Every token has an entry in every slice (each coupled rank pair has mass), so a slice with as many entries
-  // as rows has exactly one in each: the usual case of n_q = n_k without ties. Row r's entry of slice l then
-  // has the fixed place r·L + l, and the slices are written in parallel.
-  const bool oneEntryPerRow =
-      std::all_of(counts.begin(), counts.end(), [&](std::size_t count) { return count == size_t(rows); });
-  if (oneEntryPerRow) {
+  if (oneEntryPerRow(slices, rows, transposed)) {
     const auto L = Eigen::Index(slices.size());
     out.start.resize(size_t(rows) + 1);
     for (Eigen::Index r = 0; r <= rows; ++r) out.start[size_t(r)] = r * L;

@@ -111,6 +111,22 @@ TEST(SliceRows, SlicesThatTieTooMuchAreNotIndexed) {
   EXPECT_TRUE(matricesNear(plan.apply(V), blockDense(s), 1e-15));
 }
 
+// Two tied queries and four keys under the interpolation coupling: the queries' ranks sit at keys 0 and 3, so
+// keys 0 and 3 get two entries each and keys 1 and 2 none -- as many entries as keys, but not one per key. The
+// column index must still hold every entry (a fixed place per key would lose one of each pair).
+TEST(SliceRows, AsManyEntriesAsKeysIsNotOnePerKey) {
+  const auto coupling = rankCoupling(2, 4, RankCoupling::Interpolation);
+  Slices s{{hardSlice<double>(VecD::Zero(2), (VecD(4) << 0.1, 0.4, 0.2, 0.3).finished(), coupling, TiePolicy::Split)},
+           VecD::Ones(1), 2, 4};
+  ASSERT_EQ(sliceEntryCount(s.slices[0]), 4u);
+  const auto byColumn = sliceRows(s.slices, s.weights, s.nq, s.nk, true);
+  ASSERT_TRUE(byColumn);
+  EXPECT_TRUE(matricesNear(indexedDense(*byColumn), MatD(blockDense(s).transpose()), 0.0));
+  const MatD W = (MatD(2, 1) << 1.0, 10.0).finished();
+  EXPECT_TRUE(matricesNear(sliceRowsProduct(*byColumn, W), slicedBlockProduct(s.slices, s.weights, s.nq, W, s.nk, true),
+                           1e-15));
+}
+
 // Slices (equal sizes, no ties: each written in parallel) and rows split across threads: each entry has its
 // place and each row is formed by one thread in the same order, so the same bits. L·n is above parallelFor's
 // serial threshold.
