@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "common/large_buffers.h"
@@ -63,6 +64,49 @@ Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift) {
     }
   });
   return out;
+}
+
+template <class T>
+RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const Vec<T>& logRowMarginal) {
+  constexpr Eigen::Index kBlockRows = 64;  // rows per column partial sum: fixed, so sums never depend on threads
+  const T negInf = -std::numeric_limits<T>::infinity();
+  const Eigen::Index nq = X.rows(), nk = X.cols(), blocks = (nq + kBlockRows - 1) / kBlockRows;
+  RowClosurePass<T> r;
+  r.rowLse.resize(nq);
+  Mat<T> blockColSums(blocks, nk);
+  std::vector<char> blockExact(std::size_t(blocks), 1);
+  parallelFor(blocks, double(X.size()), [&](Eigen::Index firstBlock, Eigen::Index endBlock) {
+    Eigen::Array<T, 1, Eigen::Dynamic> row(nk);
+    for (Eigen::Index b = firstBlock; b < endBlock; ++b) {
+      auto sums = blockColSums.row(b).array();
+      sums.setZero();
+      for (Eigen::Index i = b * kBlockRows; i < std::min(nq, (b + 1) * kBlockRows); ++i) {
+        row = X.row(i).array() + colShift.transpose().array();
+        const T m = logSumExpShift(row.maxCoeff());
+        row = exactExp(row - m);
+        r.rowLse(i) = m + std::log(row.sum());
+        const T u = closedPotential(logRowMarginal(i), r.rowLse(i));
+        if (u == negInf) continue;  // an inactive row carries no mass
+        const T factor = std::exp(u + m);
+        if (!std::isfinite(factor)) blockExact[std::size_t(b)] = 0;
+        else sums += factor * row;
+      }
+    }
+  });
+  Eigen::Array<T, 1, Eigen::Dynamic> total = Eigen::Array<T, 1, Eigen::Dynamic>::Zero(nk);
+  for (Eigen::Index b = 0; b < blocks; ++b) total += blockColSums.row(b).array();
+  const T smallest = std::sqrt(std::numeric_limits<T>::min());
+  bool exact = std::all_of(blockExact.begin(), blockExact.end(), [](char e) { return e != 0; });
+  r.colLse.resize(nk);
+  for (Eigen::Index j = 0; j < nk && exact; ++j) {
+    if (colShift(j) == negInf) r.colLse(j) = negInf;
+    else if (total(j) >= smallest) r.colLse(j) = std::log(total(j)) - colShift(j);
+    else exact = false;
+  }
+  if (!exact) r.colLse = colLogSumExp(X, Vec<T>(r.rowLse.binaryExpr(logRowMarginal, [](T lse, T logMarginal) {
+                                   return closedPotential(logMarginal, lse);
+                                 })));
+  return r;
 }
 
 template <class T>
@@ -173,6 +217,8 @@ template Vec<float> rowLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> rowLogSumExp(const Mat<double>&, const Vec<double>&);
 template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> colLogSumExp(const Mat<double>&, const Vec<double>&);
+template RowClosurePass<float> rowClosurePass(const Mat<float>&, const Vec<float>&, const Vec<float>&);
+template RowClosurePass<double> rowClosurePass(const Mat<double>&, const Vec<double>&, const Vec<double>&);
 template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&, Vec<float>*);
 template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&, Vec<double>*);
 template Mat<float> scores(const Mat<float>&, const Mat<float>&);

@@ -52,6 +52,28 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift);
 template <class T>
 Vec<T> colLogSumExp(const Mat<T>& X, const Vec<T>& rowShift);
 
+// A closure: potential = log marginal − LSE, and −inf (never NaN) on inactive tokens (log marginal −inf).
+template <class T>
+T closedPotential(T logMarginal, T lse) {
+  return logMarginal == -std::numeric_limits<T>::infinity() ? logMarginal : logMarginal - lse;
+}
+
+// A row closure and the column log-sum-exp that follows it, from one pass over X: rowLse_i = log Σ_j exp(X_ij +
+// colShift_j), the closure u_i = closedPotential(logRowMarginal_i, rowLse_i), and colLse_j = log Σ_i exp(X_ij + u_i).
+// Why: a column log-sum-exp pass reads X from memory again and takes an exponential per entry; here each row's
+// exponentials exp(X_ij + colShift_j − max_i), already in cache for its row sum, times exp(u_i + max_i) are the
+// new plan's entries exp(X_ij + u_i + colShift_j), summed down the columns (colLse_j = log of that sum −
+// colShift_j). The sums run over fixed blocks of rows in a fixed order, so the result is the same on any number
+// of threads. Where those linear sums could lose precision to underflow (a column whose total is below
+// sqrt(T's smallest normal), or a row's factor exp(u_i + max_i) that is not finite), colLse is the exact
+// colLogSumExp over u instead; −inf on columns with colShift_j = −inf (they carry no mass).
+template <class T>
+struct RowClosurePass {
+  Vec<T> rowLse, colLse;
+};
+template <class T>
+RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const Vec<T>& logRowMarginal);
+
 // out = scale · exp(X + ut ⊕ vt), i.e. out_ij = scale · exp(X_ij + ut_i + vt_j) (−inf gives exactly 0): the plan
 // of a log-domain problem from its potentials in eps units. `out` is resized only when its shape differs, so a
 // loop that forms the plan every step reuses one buffer. Row by row and split across threads: a broadcast of ut

@@ -46,6 +46,11 @@ Vec<T> DenseScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
 }
 
 template <class T>
+RowClosurePass<T> DenseScores<T>::rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const {
+  return tl::rowClosurePass(X_, colShift, logRowMarginal);
+}
+
+template <class T>
 Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
   Mat<T> out;
   expPlan(X_, ut, vt, scale, out);
@@ -144,6 +149,16 @@ Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
 
 // Column j's support is spread over rows j − W … j + W, so each thread owns a range of columns and walks the rows
 // that reach it, adding each row's segment (clipped to the range) into running column maxima, then into the sums.
+template <class T>
+RowClosurePass<T> BandScores<T>::rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const {
+  RowClosurePass<T> r;
+  r.rowLse = rowLogSumExp(colShift);
+  r.colLse = colLogSumExp(r.rowLse.binaryExpr(logRowMarginal, [](T lse, T logMarginal) {
+    return closedPotential(logMarginal, lse);
+  }));
+  return r;
+}
+
 template <class T>
 Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
   Vec<T> out(nk_);

@@ -6,6 +6,7 @@
 //                 memory and every pass are O(n·W). Rows (columns) with no support entry are inactive.
 // Entries off the support are −inf: they carry exactly zero mass.
 #include "common/matrix.h"
+#include "ops/log_domain.h"
 #include "ops/transport_plan.h"
 
 namespace tl {
@@ -22,6 +23,8 @@ class DenseScores {
 
   Vec<T> rowLogSumExp(const Vec<T>& colShift) const;  // log Σ_j exp(X_ij + colShift_j)
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;  // log Σ_i exp(X_ij + rowShift_i)
+  // The row closure's LSE and the column LSE over the u it sets, from one pass over X (log_domain.h).
+  RowClosurePass<T> rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const;
   Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // scale · exp(X + ut ⊕ vt)
   // The same plan formed in X's own buffer, for a caller done with the scores: one n_q × n_k allocation (and
   // its page faults) less per run. With `rowSums`, the plan's row sums from the same pass (expPlan).
@@ -52,6 +55,8 @@ class BandScores {
 
   Vec<T> rowLogSumExp(const Vec<T>& colShift) const;
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;
+  // DenseScores' pair of half-steps, here as two passes over the band.
+  RowClosurePass<T> rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const;
   // Rows [first, first + count) of the dense plan (display only): O(count·(n_k + W)).
   Mat<T> planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first, Eigen::Index count) const;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)

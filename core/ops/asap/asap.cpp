@@ -46,10 +46,10 @@ Vec<T> asapKeyDual(const AttentionInput<T>& in, const AsapParams& p, const std::
   return v0;
 }
 
-// The dense CPU path: the scores once, one log-sum-exp pass per closure (the same kernels as Sinkhorn's
-// half-steps), then the plan in the scores' buffer. The reported marginal errors cost no pass of their own: the
-// plan's row sums come from the pass that forms it, its column sums from the log-sum-exp over the final u (the
-// last key closure's; closing=row runs that one extra pass, as Sinkhorn does for its open side).
+// The dense CPU path: the scores once, the closures by the same kernels as Sinkhorn's half-steps (the row
+// closure and the column log-sum-exp after it in one pass), then the plan in the scores' buffer. The reported
+// marginal errors cost no pass of their own: the plan's row sums come from the pass that forms it, its column sums
+// from the log-sum-exp over the final u.
 template <class T>
 PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const std::optional<Mask>& keyMask) {
   using sinkhorn_loop::closure;
@@ -79,8 +79,9 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   } else {
     vt = closure(logNu, colLse);
     if (p.variant == AsapVariant::TwoSided) {
-      ut = closure(logMu, X.rowLogSumExp(vt));
-      colLse = X.colLogSumExp(ut);
+      RowClosurePass<T> rowClosure = X.rowClosurePass(vt, logMu);  // one pass: the closure and the next LSE
+      ut = closure(logMu, rowClosure.rowLse);
+      colLse = std::move(rowClosure.colLse);
       if (p.closing == Closing::Column) vt = closure(logNu, colLse);
     }
   }

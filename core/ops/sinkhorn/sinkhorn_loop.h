@@ -5,14 +5,19 @@
 // Potentials are kept in eps units (ut = u/eps, vt = v/eps) so each half-step is one log-sum-exp over X.
 // Marginal errors after step t need the sums of both sides of plan t. The closing side comes from step t's
 // own log-sum-exp; the other side is exactly what step t+1 computes (its LSE at the old potential), so the
-// loop runs one extra half-step without updating to get the last plan's open side: T+1 passes in all.
+// loop runs one extra half-step without updating to get the last plan's open side: T+1 half-steps in all. A row
+// half-step and the column half-step after it come from one call, X.rowClosurePass (on dense scores one pass
+// over X for both, log_domain.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
 #include "common/feedback.h"
+#include "ops/log_domain.h"
 #include "ops/marginals.h"
 #include "ops/plan_result.h"
 
@@ -65,7 +70,7 @@ Vec<T> startingPotential(const Vec<T>& logMarginal) {
 // Closure: potential = log marginal − LSE; inactive tokens (log marginal −inf) keep −inf, never NaN.
 template <class T>
 Vec<T> closure(const Vec<T>& logMarginal, const Vec<T>& lse) {
-  return (logMarginal.array() == negInf<T>).select(negInf<T>, logMarginal - lse).matrix();
+  return logMarginal.binaryExpr(lse, [](T m, T l) { return closedPotential(m, l); });
 }
 
 // One side's sums of the plan scale·exp(X + ut ⊕ vt) from its potential and the LSE over the other side: the
@@ -136,6 +141,9 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
   // Accumulated centring shift c: the raw (never-centred) potentials are (ut + c, vt − c). Those are the
   // ones written out (docs/conventions.md#duals); −inf stays −inf.
   T gauge = 0;
+  // A row step's pass over X also gives the next column step's LSE over the u it sets (X.rowClosurePass, one
+  // pass for both half-steps); it waits here for that step.
+  std::optional<Vec<T>> nextColumnLse;
   // Step done + 1 first recomputes the open side of plan `done`: the same numbers the run that stopped there
   // recorded.
   for (int t = done + 1; t <= budget + 1; ++t) {
@@ -143,7 +151,18 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
     const bool rowStep = t % 2 == 1;  // rows first: odd t normalises rows, even t columns
     const Side<T>& side = rowStep ? rows : cols;
     // This side's sums of plan t−1 are scale·exp(potential + lse): the open side of the previous step.
-    const Vec<T> lse = rowStep ? X.rowLogSumExp(vt) : X.colLogSumExp(ut);
+    Vec<T> lse;
+    if (rowStep && t <= budget) {
+      RowClosurePass<T> pass = X.rowClosurePass(vt, logMu);
+      lse = std::move(pass.rowLse);
+      nextColumnLse = std::move(pass.colLse);
+    } else if (rowStep) {
+      lse = X.rowLogSumExp(vt);  // the last plan's open side only
+    } else {
+      // Continuing after a row step (resume): that step's pass again, from the same vt, gives the same numbers.
+      lse = nextColumnLse ? std::move(*nextColumnLse) : X.rowClosurePass(vt, logMu).colLse;
+      nextColumnLse.reset();
+    }
     if (t > 1) side.recordError(r.errorHistory[size_t(t - 2)], lse, scale);
     if (t > budget) break;
     side.potential = closure(side.logMarginal, lse);  // row closure: c-transform of v; column: of u

@@ -196,6 +196,63 @@ TEST(LogDomain, TiledAndThreadedPassesMatchNaive) {
   setParallelThreads(threadsBefore);
 }
 
+// rowClosurePass: the row closure's LSE and the next column LSE from one pass, the column sums taken from the
+// row pass's exponentials over fixed blocks of 64 rows. On 150 × 1100 (three blocks, the last short) with late
+// row maxima, a masked column (shift −inf: its LSE is −inf, as it carries no mass) and an inactive row (log
+// marginal −inf): both match the naive sums over u = closure on 1 and 2 threads in float64 and float32, with the
+// same bits on both thread counts.
+TEST(LogDomain, RowClosurePassGivesTheRowAndNextColumnLogSumExps) {
+  const int threadsBefore = parallelThreads();
+  MatD X = gaussian(150, 1100, 41, 2.0);
+  for (int j = 0; j < X.cols(); j += 7) X(140, j) += 15.0;
+  VecD colShift = gaussian(1100, 1, 42).col(0), logMu = VecD::Constant(150, -std::log(150.0));
+  colShift(5) = -kInf;
+  logMu(3) = -kInf;
+  const VecD rowLse = naiveRowLse(X, colShift);
+  VecD u = logMu - rowLse;
+  u(3) = -kInf;
+  VecD colLse = naiveColLse(X, u);
+  colLse(5) = -kInf;
+  RowClosurePass<double> one;
+  RowClosurePass<float> one32;
+  for (int threads : {1, 2}) {
+    setParallelThreads(threads);
+    const RowClosurePass<double> pass = rowClosurePass(X, colShift, logMu);
+    const RowClosurePass<float> pass32 = rowClosurePass<float>(X.cast<float>(), colShift.cast<float>(),
+                                                              logMu.cast<float>());
+    EXPECT_TRUE(matricesNear(pass.rowLse, rowLse, 1e-12)) << threads << " thread(s)";
+    EXPECT_TRUE(matricesNear(pass.colLse, colLse, 1e-12)) << threads << " thread(s)";
+    EXPECT_TRUE(matricesNear(pass32.rowLse, rowLse, 1e-4)) << threads << " thread(s)";
+    EXPECT_TRUE(matricesNear(pass32.colLse, colLse, 1e-4)) << threads << " thread(s)";
+    if (threads == 1) {
+      one = pass;
+      one32 = pass32;
+    } else {
+      EXPECT_TRUE(test::matricesIdentical(pass.colLse, one.colLse));
+      EXPECT_TRUE(test::matricesIdentical(pass32.colLse, one32.colLse));
+    }
+  }
+  setParallelThreads(threadsBefore);
+}
+
+// A column whose plan entries all lie below the type's range (its scores 200 below every row's maximum in float32,
+// 800 in float64) sums to 0 from the row pass's exponentials; the pass then gives the exact column LSE (the
+// tiled colLogSumExp over u), which is finite there.
+TEST(LogDomain, RowClosurePassFallsBackWhereTheColumnSumsUnderflow) {
+  auto check = [](auto zero, double below) {
+    using T = decltype(zero);
+    Mat<T> X = gaussian(100, 40, 43).cast<T>();
+    X.col(7).array() -= T(below);
+    const Vec<T> colShift = Vec<T>::Zero(40), logMu = Vec<T>::Constant(100, -std::log(T(100)));
+    const RowClosurePass<T> pass = rowClosurePass(X, colShift, logMu);
+    const Vec<T> exact = colLogSumExp(X, Vec<T>(logMu - pass.rowLse));
+    EXPECT_TRUE(std::isfinite(pass.colLse(7))) << pass.colLse(7);
+    EXPECT_TRUE(test::matricesIdentical(pass.colLse, exact));
+  };
+  check(0.0f, 200.0);
+  check(0.0, 800.0);
+}
+
 TEST(LogDomain, ScoresAreScaledDotProducts) {
   for (int d : {1, 8, 32}) {
     const MatD Q = gaussian(5, d, 10 + d), K = gaussian(7, d, 20 + d);
