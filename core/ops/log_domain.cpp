@@ -109,14 +109,25 @@ RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const 
   return r;
 }
 
+// With an output, each thread forms its rows in blocks of about kScoreBlockBytes (one core's L2 cache,
+// score_blocks.h) and multiplies each block by the values right after forming it.
 template <class T>
-void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out, Vec<T>* rowSums) {
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out,
+             const PlanPassExtras<T>& extras) {
   if (out.rows() != X.rows() || out.cols() != X.cols()) out = largeMatrix<T>(X.rows(), X.cols());
-  if (rowSums) rowSums->resize(X.rows());
+  if (extras.rowSums) extras.rowSums->resize(X.rows());
+  const bool withOutput = extras.values && extras.output;
+  const ProductPanels<T> values = productPanels(withOutput ? *extras.values : Mat<T>());
+  if (withOutput) extras.output->resize(X.rows(), extras.values->cols());
+  const Eigen::Index blockRows = withOutput ? scoreBlockRows<T>(X.rows(), X.cols()) : X.rows();
   parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
-    for (Eigen::Index i = first; i < end; ++i) {
-      out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
-      if (rowSums) (*rowSums)(i) = out.row(i).sum();
+    for (Eigen::Index block = first; block < end; block += blockRows) {
+      const Eigen::Index blockEnd = std::min(end, block + blockRows);
+      for (Eigen::Index i = block; i < blockEnd; ++i) {
+        out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
+        if (extras.rowSums) (*extras.rowSums)(i) = out.row(i).sum();
+      }
+      if (withOutput) productRows(out, values, block, blockEnd, T(1), *extras.output);
     }
   });
 }
@@ -219,8 +230,10 @@ template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> colLogSumExp(const Mat<double>&, const Vec<double>&);
 template RowClosurePass<float> rowClosurePass(const Mat<float>&, const Vec<float>&, const Vec<float>&);
 template RowClosurePass<double> rowClosurePass(const Mat<double>&, const Vec<double>&, const Vec<double>&);
-template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&, Vec<float>*);
-template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&, Vec<double>*);
+template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&,
+                      const PlanPassExtras<float>&);
+template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&,
+                      const PlanPassExtras<double>&);
 template Mat<float> scores(const Mat<float>&, const Mat<float>&);
 template Mat<double> scores(const Mat<double>&, const Mat<double>&);
 

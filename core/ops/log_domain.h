@@ -74,14 +74,23 @@ struct RowClosurePass {
 template <class T>
 RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const Vec<T>& logRowMarginal);
 
+// What the pass that forms a plan computes besides it, from each block of rows while it is still in cache: a caller
+// that reports the plan's marginals, or needs its output A·V, reads the n_q × n_k plan no second time for them.
+template <class T>
+struct PlanPassExtras {
+  Vec<T>* rowSums = nullptr;      // the plan's row sums
+  const Mat<T>* values = nullptr;  // with `output`: output = plan · values, the same bits as rowProduct(plan, values)
+  Mat<T>* output = nullptr;
+};
+
 // out = scale · exp(X + ut ⊕ vt), i.e. out_ij = scale · exp(X_ij + ut_i + vt_j) (−inf gives exactly 0): the plan
 // of a log-domain problem from its potentials in eps units. `out` is resized only when its shape differs, so a
-// loop that forms the plan every step reuses one buffer. Row by row and split across threads: a broadcast of ut
-// across a row-major matrix has no packet access, and Eigen would evaluate the whole expression, exp included,
-// one scalar at a time. With `rowSums`, the plan's row sums too, each summed while its row is still in cache:
-// a caller that reports the plan's marginals needs no second pass over it for them.
+// loop that forms the plan every step reuses one buffer; it may be X itself (entry by entry, so in place is safe).
+// Row by row and split across threads: a broadcast of ut across a row-major matrix has no packet access, and Eigen
+// would evaluate the whole expression, exp included, one scalar at a time.
 template <class T>
-void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out, Vec<T>* rowSums = nullptr);
+void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T>& out,
+             const PlanPassExtras<T>& extras = {});
 
 // S = Q Kᵀ / sqrt(d) (docs/conventions.md#scores), formed block by block across threads (ops/score_blocks.h).
 template <class T>

@@ -51,16 +51,16 @@ RowClosurePass<T> DenseScores<T>::rowClosurePass(const Vec<T>& colShift, const V
 }
 
 template <class T>
-Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
+Mat<T> DenseScores<T>::plan(const Vec<T>& ut, const Vec<T>& vt, T scale, const PlanPassExtras<T>& extras) const {
   Mat<T> out;
-  expPlan(X_, ut, vt, scale, out);
+  expPlan(X_, ut, vt, scale, out, extras);
   return out;
 }
 
 template <class T>
-Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, Vec<T>* rowSums) && {
+Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, const PlanPassExtras<T>& extras) && {
   Mat<T> out = std::move(X_);
-  expPlan(out, ut, vt, scale, out, rowSums);  // entry by entry, so in place is safe
+  expPlan(out, ut, vt, scale, out, extras);
   return out;
 }
 

@@ -25,10 +25,11 @@ class DenseScores {
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;  // log Σ_i exp(X_ij + rowShift_i)
   // The row closure's LSE and the column LSE over the u it sets, from one pass over X (log_domain.h).
   RowClosurePass<T> rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const;
-  Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale) const;  // scale · exp(X + ut ⊕ vt)
+  // scale · exp(X + ut ⊕ vt), and the extras (row sums, output A·V) from the same pass (expPlan).
+  Mat<T> plan(const Vec<T>& ut, const Vec<T>& vt, T scale, const PlanPassExtras<T>& extras = {}) const;
   // The same plan formed in X's own buffer, for a caller done with the scores: one n_q × n_k allocation (and
-  // its page faults) less per run. With `rowSums`, the plan's row sums from the same pass (expPlan).
-  Mat<T> intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, Vec<T>* rowSums = nullptr) &&;
+  // its page faults) less per run.
+  Mat<T> intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, const PlanPassExtras<T>& extras = {}) &&;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;
 
  private:

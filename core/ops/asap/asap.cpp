@@ -88,8 +88,9 @@ PlanResult<T> asapDense(const AttentionInput<T>& in, const AsapParams& p, const 
   r.u = eps * ut;
   r.v = eps * vt;
   Vec<T> rowSums;
-  r.plan = std::move(X).intoPlan(ut, vt, scale, &rowSums);
-  if (in.V) r.output = r.plan.apply(*in.V);
+  Mat<T> output;
+  r.plan = std::move(X).intoPlan(ut, vt, scale, {&rowSums, in.V ? &*in.V : nullptr, &output});
+  if (in.V) r.output = std::move(output);
   r.errors = marginalErrorsFromSums<T>(rowSums, r.rowTarget, sinkhorn_loop::marginalSums(vt, colLse, scale),
                                        r.colTarget);
   r.errorHistory = {r.errors};

@@ -39,9 +39,12 @@ PlanResult<T> sinkhornLogDomain(const AttentionInput<T>& in, const SinkhornParam
   const T scale = T(nq);
   runSinkhornLoop<T>(X, logMu, logNu, eps, scale, options, feedback, r, ut, vt, cache ? cache->resumeFrom(p.T) : nullptr);
   if (cache) cache->keep(ut, vt, r);
-  // The cache keeps its scores for the next edit; a fresh run's score buffer becomes the plan (one n×n less).
-  r.plan = fresh ? std::move(*fresh).intoPlan(ut, vt, scale) : X.plan(ut, vt, scale);
-  if (in.V) r.output = r.plan.apply(*in.V);
+  // The cache keeps its scores for the next edit; a fresh run's score buffer becomes the plan (one n×n less). The
+  // output A·V is formed with it, block by block.
+  Mat<T> output;
+  const PlanPassExtras<T> extras{nullptr, in.V ? &*in.V : nullptr, &output};
+  r.plan = fresh ? std::move(*fresh).intoPlan(ut, vt, scale, extras) : X.plan(ut, vt, scale, extras);
+  if (in.V) r.output = std::move(output);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -253,6 +253,34 @@ TEST(LogDomain, RowClosurePassFallsBackWhereTheColumnSumsUnderflow) {
   check(0.0, 800.0);
 }
 
+// expPlan's extras come from the pass that forms the plan, block of rows by block of rows: on a plan of several
+// blocks per thread (1000 rows of 1100 doubles: blocks of 125 rows) the row sums and the output A·V are the same
+// bits as summing the finished plan and rowProduct(plan, V), on 1 and 2 threads, in place in X's buffer too.
+TEST(LogDomain, ThePlanPassGivesTheRowSumsAndTheOutputOfTheFinishedPlan) {
+  const int threadsBefore = parallelThreads();
+  const MatD X = gaussian(1000, 1100, 44);
+  const VecD ut = gaussian(1000, 1, 45).col(0), vt = gaussian(1100, 1, 46).col(0);
+  const MatD V = gaussian(1100, 19, 47);
+  for (int threads : {1, 2}) {
+    setParallelThreads(threads);
+    MatD plan, output, inPlace = X, inPlaceOutput;
+    VecD rowSums;
+    expPlan(X, ut, vt, 2.0, plan, PlanPassExtras<double>{&rowSums, &V, &output});
+    expPlan(inPlace, ut, vt, 2.0, inPlace, PlanPassExtras<double>{nullptr, &V, &inPlaceOutput});
+    MatD alone;
+    expPlan(X, ut, vt, 2.0, alone);
+    EXPECT_TRUE(test::matricesIdentical(plan, alone)) << threads << " thread(s)";
+    EXPECT_TRUE(test::matricesIdentical(inPlace, alone)) << threads << " thread(s)";
+    EXPECT_TRUE(test::matricesIdentical(output, rowProduct(alone, V))) << threads << " thread(s)";
+    EXPECT_TRUE(test::matricesIdentical(inPlaceOutput, output)) << threads << " thread(s)";
+    const VecD sums = alone.rowwise().sum();
+    EXPECT_TRUE(matricesNear(rowSums, sums, 1e-13 * sums.maxCoeff())) << threads << " thread(s)";
+    const MatD product = alone * V, magnitude = alone * V.cwiseAbs();
+    EXPECT_TRUE(matricesNear(output, product, 1e-13 * magnitude.maxCoeff())) << threads << " thread(s)";
+  }
+  setParallelThreads(threadsBefore);
+}
+
 TEST(LogDomain, ScoresAreScaledDotProducts) {
   for (int d : {1, 8, 32}) {
     const MatD Q = gaussian(5, d, 10 + d), K = gaussian(7, d, 20 + d);
