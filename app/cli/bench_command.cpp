@@ -141,17 +141,18 @@ struct BenchRow {
   std::optional<double> referenceSeconds;
   std::optional<std::string> referenceError;  // the reference ran but could not time this row: why
   // With --floor: the operator's time over one exp pass over the n × n scores, and, for the families whose
-  // least work is known (softmax: 1 pass, Sinkhorn: T + 2; see floorPasses), over that least work: its exp
+  // least work is known (softmax: 1 pass, Sinkhorn: ⌊T/2⌋ + 2; see floorPasses), over that least work: its exp
   // passes alone (floorSeconds), and with its products at the multiply-add peak (workFloorSeconds).
   std::optional<double> expPassEquivalents, floorSeconds, workFloorSeconds;
 };
 
-// Exp passes over n × n that the dense log-domain loop cannot avoid: T + 1 log-sum-exps (the last one gives
-// the final plan's open marginal) and the plan itself. Softmax, the T = 1 step, needs one exponential per entry
-// (ops/softmax/row_softmax.h: the plan's entries give both its marginals).
+// Exp passes over n × n that the dense log-domain loop cannot avoid: one per row half-step, ⌊T/2⌋ + 1 with the
+// one that gives the final plan's open marginal (a column half-step's sums come from the row pass before it,
+// docs/operators/sinkhorn.md#complexity), and the plan itself. Softmax, the T = 1 step, needs one exponential per
+// entry (ops/softmax/row_softmax.h: the plan's entries give both its marginals).
 std::optional<int> floorPasses(const OperatorSpec& spec) {
   if (spec.family == "softmax") return 1;
-  if (spec.family == "sinkhorn") return int(getInt(spec.params, "T")) + 2;
+  if (spec.family == "sinkhorn") return int(getInt(spec.params, "T")) / 2 + 2;
   return std::nullopt;
 }
 
