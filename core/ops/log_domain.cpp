@@ -103,9 +103,7 @@ RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const 
     else if (total(j) >= smallest) r.colLse(j) = std::log(total(j)) - colShift(j);
     else exact = false;
   }
-  if (!exact) r.colLse = colLogSumExp(X, Vec<T>(r.rowLse.binaryExpr(logRowMarginal, [](T lse, T logMarginal) {
-                                   return closedPotential(logMarginal, lse);
-                                 })));
+  if (!exact) r.colLse = colLogSumExp(X, closure(logRowMarginal, r.rowLse));
   return r;
 }
 

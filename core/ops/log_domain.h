@@ -57,6 +57,10 @@ template <class T>
 T closedPotential(T logMarginal, T lse) {
   return logMarginal == -std::numeric_limits<T>::infinity() ? logMarginal : logMarginal - lse;
 }
+template <class T>
+Vec<T> closure(const Vec<T>& logMarginal, const Vec<T>& lse) {
+  return logMarginal.binaryExpr(lse, [](T m, T l) { return closedPotential(m, l); });
+}
 
 // A row closure and the column log-sum-exp that follows it, from one pass over X: rowLse_i = log Σ_j exp(X_ij +
 // colShift_j), the closure u_i = closedPotential(logRowMarginal_i, rowLse_i), and colLse_j = log Σ_i exp(X_ij + u_i).

@@ -147,18 +147,16 @@ Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
   return out;
 }
 
-// Column j's support is spread over rows j − W … j + W, so each thread owns a range of columns and walks the rows
-// that reach it, adding each row's segment (clipped to the range) into running column maxima, then into the sums.
 template <class T>
 RowClosurePass<T> BandScores<T>::rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const {
   RowClosurePass<T> r;
   r.rowLse = rowLogSumExp(colShift);
-  r.colLse = colLogSumExp(r.rowLse.binaryExpr(logRowMarginal, [](T lse, T logMarginal) {
-    return closedPotential(logMarginal, lse);
-  }));
+  r.colLse = colLogSumExp(closure(logRowMarginal, r.rowLse));
   return r;
 }
 
+// Column j's support is spread over rows j − W … j + W, so each thread owns a range of columns and walks the rows
+// that reach it, adding each row's segment (clipped to the range) into running column maxima, then into the sums.
 template <class T>
 Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
   Vec<T> out(nk_);

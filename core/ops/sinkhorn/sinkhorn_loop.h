@@ -67,11 +67,7 @@ Vec<T> startingPotential(const Vec<T>& logMarginal) {
   return (logMarginal.array() == negInf<T>).select(negInf<T>, Vec<T>::Zero(logMarginal.size())).matrix();
 }
 
-// Closure: potential = log marginal − LSE; inactive tokens (log marginal −inf) keep −inf, never NaN.
-template <class T>
-Vec<T> closure(const Vec<T>& logMarginal, const Vec<T>& lse) {
-  return logMarginal.binaryExpr(lse, [](T m, T l) { return closedPotential(m, l); });
-}
+using tl::closure;  // potential = log marginal − LSE, −inf on inactive tokens (log_domain.h)
 
 // One side's sums of the plan scale·exp(X + ut ⊕ vt) from its potential and the LSE over the other side: the
 // marginal of that side without a pass over the plan (0 on inactive tokens).
