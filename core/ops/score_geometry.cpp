@@ -8,7 +8,6 @@
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
-#include "common/row_product.h"
 #include "ops/log_domain.h"
 
 namespace tl {
@@ -62,11 +61,6 @@ Mat<T> DenseScores<T>::intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, con
   Mat<T> out = std::move(X_);
   expPlan(out, ut, vt, scale, out, extras);
   return out;
-}
-
-template <class T>
-Mat<T> DenseScores<T>::apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const {
-  return rowProduct(plan(ut, vt, scale), V);
 }
 
 Mask bandActiveRows(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {

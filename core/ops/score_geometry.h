@@ -30,7 +30,6 @@ class DenseScores {
   // The same plan formed in X's own buffer, for a caller done with the scores: one n_q × n_k allocation (and
   // its page faults) less per run.
   Mat<T> intoPlan(const Vec<T>& ut, const Vec<T>& vt, T scale, const PlanPassExtras<T>& extras = {}) &&;
-  Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;
 
  private:
   Mat<T> X_;
