@@ -17,6 +17,7 @@ add_executable(tlens
   cli/bench_command.cpp
   cli/bench_common.cpp
   cli/cpu_floor.cpp
+  cli/least_work.cpp
   cli/backward_bench.cpp
   cli/reference_bench.cpp
   cli/train_command.cpp

@@ -140,25 +140,11 @@ struct BenchRow {
   std::vector<double> cppSeconds;
   std::optional<double> referenceSeconds;
   std::optional<std::string> referenceError;  // the reference ran but could not time this row: why
-  // With --floor: the operator's time over one exp pass over the n × n scores, and, for the families whose
-  // least work is known (softmax: 1 pass, Sinkhorn: ⌊T/2⌋ + 2; see floorPasses), over that least work: its exp
-  // passes alone (floorSeconds), and with its products at the multiply-add peak (workFloorSeconds).
+  // With --floor: the operator's time over one exp pass over the n × n scores, and, where its least work is known
+  // (least_work.h), the floor of that work: its exponentials and streamed entries alone (floorSeconds), and with
+  // its products at the multiply-add peak (workFloorSeconds).
   std::optional<double> expPassEquivalents, floorSeconds, workFloorSeconds;
 };
-
-// Exp passes over n × n that the dense log-domain loop cannot avoid: one per row half-step, ⌊T/2⌋ + 1 with the
-// one that gives the final plan's open marginal (a column half-step's sums come from the row pass before it,
-// docs/operators/sinkhorn.md#complexity), and the plan itself. Softmax, the T = 1 step, needs one exponential per
-// entry (ops/softmax/row_softmax.h: the plan's entries give both its marginals).
-std::optional<int> floorPasses(const OperatorSpec& spec) {
-  if (spec.family == "softmax") return 1;
-  if (spec.family == "sinkhorn") return int(getInt(spec.params, "T")) / 2 + 2;
-  return std::nullopt;
-}
-
-// Multiply-adds of the dense products every family computes, per n × n entry over d: the scores QKᵀ and the
-// output A·V (d_v = d here), one each.
-constexpr int kProductsPerEntryAndFeature = 2;
 
 void printTable(const std::vector<BenchRow>& rows) {
   size_t width = 8;
@@ -338,12 +324,11 @@ int benchCommand(const Args& args) {
     row.referenceError = reference.rowError(row.resolved, row.n);
     if (floors.empty()) continue;
     const CpuFloor& floor = floors.back();  // measured with the threads the operators used
-    const double entries = double(row.n) * row.n, cpp = median(row.cppSeconds);
-    row.expPassEquivalents = cpp / floor.passSeconds(entries, 1, bytes);
-    if (const auto passes = floorPasses(specs[r / request.sizes.size()])) {
-      row.floorSeconds = floor.passSeconds(entries, *passes, bytes);
-      row.workFloorSeconds =
-          *row.floorSeconds + floor.multiplyAddSeconds(kProductsPerEntryAndFeature * entries * request.d, bytes);
+    const double cpp = median(row.cppSeconds);
+    row.expPassEquivalents = cpp / floor.expAndStreamSeconds({double(row.n) * row.n, 0, 0}, bytes);
+    if (const auto work = leastWork(specs[r / request.sizes.size()], row.n, request.d)) {
+      row.floorSeconds = floor.expAndStreamSeconds(*work, bytes);
+      row.workFloorSeconds = *row.floorSeconds + floor.multiplyAddSeconds(work->multiplyAdds, bytes);
     }
   }
 

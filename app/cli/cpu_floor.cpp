@@ -118,10 +118,11 @@ std::string cpuFlags() {
 
 }  // namespace
 
-double CpuFloor::passSeconds(double entries, int passes, size_t bytesPerElement) const {
-  const double expSeconds = entries / (bytesPerElement == 4 ? expPerSecond32 : expPerSecond64);
-  const double readSeconds = entries * double(bytesPerElement) / streamBytesPerSecond;
-  return passes * std::max(expSeconds, readSeconds);
+double CpuFloor::expAndStreamSeconds(const LeastWork& work, size_t bytesPerElement) const {
+  const double expSeconds = work.exponentials / (bytesPerElement == 4 ? expPerSecond32 : expPerSecond64);
+  const double streamSeconds =
+      (work.exponentials + work.streamedEntries) * double(bytesPerElement) / streamBytesPerSecond;
+  return std::max(expSeconds, streamSeconds);
 }
 
 double CpuFloor::multiplyAddSeconds(double multiplyAdds, size_t bytesPerElement) const {

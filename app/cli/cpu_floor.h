@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "least_work.h"
+
 namespace tl::cli {
 
 struct CpuFloor {
@@ -18,9 +20,10 @@ struct CpuFloor {
   double multiplyAddFlops32 = 0, multiplyAddFlops64 = 0;
   int threads = 1;
 
-  // Seconds for `passes` exp passes over an n_q × n_k matrix of the given element size, each also reading it
-  // once: the larger of the two (the read overlaps the arithmetic).
-  double passSeconds(double entries, int passes, size_t bytesPerElement) const;
+  // Seconds for the exponentials and streamed entries of `work` with elements of the given size: the exponentials'
+  // time or the time to stream every entry once (those with an exponential too), whichever is larger, since the
+  // memory traffic overlaps the arithmetic.
+  double expAndStreamSeconds(const LeastWork& work, size_t bytesPerElement) const;
   // Seconds for `multiplyAdds` multiply-adds at the peak.
   double multiplyAddSeconds(double multiplyAdds, size_t bytesPerElement) const;
 };

@@ -2,6 +2,8 @@
 // times with or without the PyTorch reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -115,14 +117,21 @@ TEST(TlensBench, ARowTheReferenceCannotTimeSaysWhy) {
   expectMentions(run.out, {"reference could not time asap:features=raw", "sliced-potential"});
 }
 
-// --floor: the CPU's exp, streaming and multiply-add throughput in the JSON, and each row's time over it.
-// Sinkhorn's least work is ⌊T/2⌋ + 2 exp passes over n × n (its row half-steps, the last for the open marginal,
-// and the plan: 3 for T = 3), and with its two products (QKᵀ and A·V, n·n·d multiply-adds each) at the
-// multiply-add peak; ESP has no such count.
+// --floor: the CPU's exp, streaming and multiply-add throughput in the JSON, and each row's time over the floor of
+// its least work (least_work.h), at the default float64:
+// - Sinkhorn T = 3: ⌊T/2⌋ + 2 = 3 exp passes over n × n (its row half-steps, the last for the open marginal, and
+//   the plan) and its two products (QKᵀ and A·V, n·n·d multiply-adds each);
+// - ASAP-0: 2 passes (the key-side closure and the plan) and the same products;
+// - ESP (hard, axis slicer, L = d): no exponential of n × n, the dense plan streamed once, and one matched pair's
+//   cost and output gather per query and slice (2·L·n·d multiply-adds);
+// - banded W = 2: Sinkhorn's count on the band's 16·5 − 2·3 = 74 entries for 15 + 2 full steps, its scores and
+//   output on the band, and the dense plan streamed once;
+// - SoftSort ESP: no count.
 TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
   const std::string json = scratchDir("bench-floor") + "/bench.json";
-  const CliRun run = runTlens({"bench", "--floor", "--threads", "1", "--op", "sinkhorn:T=3", "--op", "esp", "--n", "16",
-                               "--d", "4", "--repeats", "1", "--json", json},
+  const CliRun run = runTlens({"bench", "--floor", "--threads", "1", "--op", "sinkhorn:T=3", "--op", "asap:variant=asap0",
+                               "--op", "esp", "--op", "banded:W=2", "--op", "esp:sort=soft", "--n", "16", "--d", "4",
+                               "--repeats", "1", "--json", json},
                               "TL_PYTHON=/bin/false");
   ASSERT_EQ(run.status, 0) << run.err;
   expectMentions(run.out, {"floor, 1 thread(s)", "x floor", "x work", "multiply-add peak"});
@@ -136,21 +145,40 @@ TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
                           "multiply_add_gflops_f32", "multiply_add_gflops_f64"})
     EXPECT_GT(floor[key].get<double>(), 0.0) << key;
   EXPECT_NEAR(floor["exp_ns_f64"].get<double>() * floor["exp_per_second_f64"].get<double>(), 1e9, 1e-3);
-  const auto& sinkhorn = report["results"][0];
-  const auto& esp = report["results"][1];
-  const double cpp = sinkhorn["cpp_median_seconds"].get<double>();
-  const double onePass = cpp / sinkhorn["exp_pass_equivalents"].get<double>();
-  EXPECT_NEAR(sinkhorn["floor_seconds"].get<double>() / onePass, 3.0, 1e-9);
-  EXPECT_NEAR(sinkhorn["ratio_cpp_over_floor"].get<double>(), cpp / sinkhorn["floor_seconds"].get<double>(), 1e-12);
-  // The default precision is float64: 2·16·16·4 multiply-adds, 2 flops each, at the float64 peak.
-  const double products = 2.0 * 2 * 16 * 16 * 4 / (floor["multiply_add_gflops_f64"].get<double>() * 1e9);
-  EXPECT_NEAR(sinkhorn["work_floor_seconds"].get<double>(), sinkhorn["floor_seconds"].get<double>() + products,
-              1e-9 * products);
-  EXPECT_NEAR(sinkhorn["ratio_cpp_over_work_floor"].get<double>(), cpp / sinkhorn["work_floor_seconds"].get<double>(),
-              1e-12);
-  EXPECT_GT(esp["exp_pass_equivalents"].get<double>(), 0.0);
-  EXPECT_FALSE(esp.contains("floor_seconds"));
-  EXPECT_FALSE(esp.contains("work_floor_seconds"));
+  const double expSeconds = 1 / floor["exp_per_second_f64"].get<double>();
+  const double streamSeconds = 8 / (floor["stream_gb_per_second"].get<double>() * 1e9);
+  const double multiplyAddSeconds = 2 / (floor["multiply_add_gflops_f64"].get<double>() * 1e9);
+  // The floor of `exponentials` and `streamed` entries: the exp or the memory traffic, whichever takes longer.
+  auto floorOf = [&](double exponentials, double streamed) {
+    return std::max(exponentials * expSeconds, (exponentials + streamed) * streamSeconds);
+  };
+  const auto& results = report["results"];
+  ASSERT_EQ(results.size(), 5u);
+  const double entries = 16 * 16, denseProducts = 2.0 * 16 * 16 * 4;
+  const struct {
+    const char* op;
+    double exponentials, streamed, multiplyAdds;
+  } expected[] = {{"sinkhorn:T=3", 3 * entries, 0, denseProducts},
+                  {"asap:variant=asap0", 2 * entries, 0, denseProducts},
+                  {"esp", 0, entries, 2.0 * 4 * 16 * 4},
+                  {"banded:W=2", (15 + 2 + 2) * 74.0, entries, 2.0 * 74 * 4}};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& row = results[i];
+    SCOPED_TRACE(expected[i].op);
+    ASSERT_EQ(row["op"].get<std::string>(), expected[i].op);
+    const double cpp = row["cpp_median_seconds"].get<double>();
+    EXPECT_NEAR(cpp / row["exp_pass_equivalents"].get<double>(), floorOf(entries, 0), 1e-9 * floorOf(entries, 0));
+    const double floorSeconds = floorOf(expected[i].exponentials, expected[i].streamed);
+    EXPECT_NEAR(row["floor_seconds"].get<double>(), floorSeconds, 1e-9 * floorSeconds);
+    EXPECT_NEAR(row["ratio_cpp_over_floor"].get<double>(), cpp / row["floor_seconds"].get<double>(), 1e-12);
+    const double workSeconds = floorSeconds + expected[i].multiplyAdds * multiplyAddSeconds;
+    EXPECT_NEAR(row["work_floor_seconds"].get<double>(), workSeconds, 1e-9 * workSeconds);
+    EXPECT_NEAR(row["ratio_cpp_over_work_floor"].get<double>(), cpp / row["work_floor_seconds"].get<double>(), 1e-12);
+  }
+  const auto& softSort = results[4];
+  EXPECT_GT(softSort["exp_pass_equivalents"].get<double>(), 0.0);
+  EXPECT_FALSE(softSort.contains("floor_seconds"));
+  EXPECT_FALSE(softSort.contains("work_floor_seconds"));
   // The floor alone needs no operator; a thread count must be positive.
   EXPECT_EQ(runTlens({"bench", "--floor", "--threads", "1", "--repeats", "1"}).status, 0);
   const CliRun zero = runTlens({"bench", "--floor", "--threads", "0"});
