@@ -113,7 +113,8 @@ Plan<T> scatteredPlan(const Plan<T>& valid, const std::vector<Eigen::Index>& idx
 
 template <class T>
 PlanResult<T> runOnValidSubsequence(const AttentionInput<T>& input, const PlanFunction<T>& run) {
-  if (!input.mask || input.mask->all()) {
+  if (!input.mask) return run(input);  // no copy of Q, K and V on the common path
+  if (input.mask->all()) {
     AttentionInput<T> unmasked = input;
     unmasked.mask.reset();
     return run(unmasked);
