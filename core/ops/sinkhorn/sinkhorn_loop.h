@@ -73,7 +73,9 @@ using tl::closure;  // potential = log marginal − LSE, −inf on inactive toke
 // marginal of that side without a pass over the plan (0 on inactive tokens).
 template <class T>
 Vec<T> marginalSums(const Vec<T>& potential, const Vec<T>& lse, T scale) {
-  return (potential.array() == negInf<T>).select(T(0), scale * (potential + lse).array().exp()).matrix();
+  // The exponentials first, as packets (a select around them would take one scalar exp per token).
+  const Eigen::Array<T, Eigen::Dynamic, 1> sums = scale * exactExp((potential + lse).array());
+  return (potential.array() == negInf<T>).select(T(0), sums).matrix();
 }
 
 // One side of the problem (rows or columns): its potential, log marginal and target, and the two fields of
