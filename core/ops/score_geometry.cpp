@@ -26,6 +26,59 @@ std::pair<Eigen::Index, Eigen::Index> bandPlanRow(const BandScores<T>& X, Eigen:
                                     vt.segment(j0, width).transpose().array())).matrix();
   return {j0, width};
 }
+
+// Slots [first, last] of row r of a band |r − c| ≤ W with `others` tokens on the other side: its support.
+std::pair<Eigen::Index, Eigen::Index> bandSlots(Eigen::Index r, Eigen::Index others, Eigen::Index halfWidth) {
+  return {std::max<Eigen::Index>(0, halfWidth - r), std::min<Eigen::Index>(2 * halfWidth, others - 1 - r + halfWidth)};
+}
+
+// The band by diagonals (slot-major): row c holds slot c of every row of X, X(i, i − W + c) at position W + i,
+// with W positions of −inf before row 0 and after the last row (up to max(n_q, n_k) + W), so that both
+// log-sum-exp passes below read every slot as one contiguous run, whole packets across many rows or columns at
+// once, with no per-row reductions: a band row holds at most 2W + 1 entries, too few to fill packets well.
+template <class T>
+Mat<T> diagonalBand(const Mat<T>& band, Eigen::Index nk, Eigen::Index halfWidth) {
+  const Eigen::Index nq = band.rows();
+  Mat<T> out = Mat<T>::Constant(band.cols(), std::max(nq, nk) + 2 * halfWidth, kNegInf<T>);
+  for (Eigen::Index c = 0; c < band.cols(); ++c) out.row(c).segment(halfWidth, nq) = band.col(c).transpose();
+  return out;
+}
+
+// A shift vector with W zeros before it and after it (up to the diagonal band's length): shifted(W + t) = shift(t).
+// Off the support the band's own −inf decides, so the padding's value only has to be finite.
+template <class T>
+Eigen::Array<T, Eigen::Dynamic, 1> paddedShift(const Vec<T>& shift, Eigen::Index length, Eigen::Index halfWidth) {
+  Eigen::Array<T, Eigen::Dynamic, 1> out = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(length);
+  out.segment(halfWidth, shift.size()) = shift.array();
+  return out;
+}
+
+// log Σ_c exp(x_c(t)) for t in [0, count), where entry(c, first, n) is the run x_c(first … first + n − 1) of
+// slot c. Chunks of kChunk tokens are split across threads; within a chunk, a first sweep over the slots takes
+// each token's maximum and a second sums the exponentials, both as packets across tokens. Each token's terms are
+// added in slot order, so the result does not depend on the thread count. A token with no finite term (inactive,
+// or no support) gets −inf: shift 0 (logSumExpShift) and log 0.
+template <class T, class Entry>
+Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, Entry&& entry) {
+  constexpr Eigen::Index kChunk = 256;
+  Vec<T> out(count);
+  const Eigen::Index chunks = (count + kChunk - 1) / kChunk;
+  parallelFor(chunks, double(count) * double(slots), [&](Eigen::Index firstChunk, Eigen::Index endChunk) {
+    Eigen::Array<T, Eigen::Dynamic, 1> maxima(kChunk), sums(kChunk);
+    for (Eigen::Index chunk = firstChunk; chunk < endChunk; ++chunk) {
+      const Eigen::Index first = chunk * kChunk, n = std::min(kChunk, count - first);
+      auto m = maxima.head(n);
+      auto sum = sums.head(n);
+      m.setConstant(kNegInf<T>);
+      for (Eigen::Index c = 0; c < slots; ++c) m = m.max(entry(c, first, n));
+      m = (m == kNegInf<T>).select(T(0), m);
+      sum.setZero();
+      for (Eigen::Index c = 0; c < slots; ++c) sum += exactExp(entry(c, first, n) - m);
+      out.segment(first, n) = (m + sum.log()).matrix();
+    }
+  });
+  return out;
+}
 }  // namespace
 
 template <class T>
@@ -79,33 +132,39 @@ template <class T>
 BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth)
     : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Mat<T>::Constant(Q.rows(), 2 * halfWidth + 1, kNegInf<T>)) {
   const T root = std::sqrt(T(Q.cols()));
-  T maxAbsScore = 0;
-  bool finite = true;
-  for (Eigen::Index i = 0; i < nq_; ++i)
-    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
-      const T score = Q.row(i).dot(K.row(i - W_ + b)) / root;
-      finite = finite && std::isfinite(score);
-      maxAbsScore = std::max(maxAbsScore, std::abs(score));
-      band_(i, b) = score;
+  // Row i's scores are one matrix-vector product with the keys it reaches; rows split across threads. Each row
+  // records its largest |score|, +inf if one is not finite, for the overflow check.
+  Vec<T> rowMaxAbs = Vec<T>::Zero(nq_);
+  parallelFor(nq_, double(band_.size()) * double(Q.cols()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index i = first; i < end; ++i) {
+      const Eigen::Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
+      if (width <= 0) continue;
+      auto scores = band_.row(i).segment(b0, width);
+      scores.noalias() = Q.row(i) * K.middleRows(i - W_ + b0, width).transpose();
+      scores /= root;
+      rowMaxAbs(i) = scores.allFinite() ? scores.cwiseAbs().maxCoeff() : std::numeric_limits<T>::infinity();
     }
-  checkScaledScores(finite ? maxAbsScore : std::numeric_limits<T>::infinity(), double(eps));
+  });
+  checkScaledScores(rowMaxAbs.maxCoeff(), double(eps));
   band_ /= eps;  // off-band slots stay −inf
+  diagonals_ = diagonalBand(band_, nk_, W_);
 }
 
 template <class T>
 BandScores<T>::BandScores(Mat<T> band, Eigen::Index nk, Eigen::Index halfWidth)
     : nq_(band.rows()), nk_(nk), W_(halfWidth), band_(std::move(band)) {
   if (band_.cols() != 2 * W_ + 1) throw std::logic_error("BandScores: a band needs 2W + 1 slots per row");
+  diagonals_ = diagonalBand(band_, nk_, W_);
 }
 
 template <class T>
 Eigen::Index BandScores<T>::firstSlot(Eigen::Index i) const {
-  return std::max<Eigen::Index>(0, W_ - i);
+  return bandSlots(i, nk_, W_).first;
 }
 
 template <class T>
 Eigen::Index BandScores<T>::lastSlot(Eigen::Index i) const {
-  return std::min<Eigen::Index>(2 * W_, nk_ - 1 - i + W_);
+  return bandSlots(i, nk_, W_).second;
 }
 
 template <class T>
@@ -118,27 +177,13 @@ Mask BandScores<T>::activeCols() const {
   return bandActiveCols(nq_, nk_, W_);
 }
 
-// A row's support is slots [firstSlot(i), lastSlot(i)] of band_, columns i − W + firstSlot(i) onwards: both
-// band passes read those contiguous segments as packets (off-support and inactive entries are −inf and add
-// exp(−inf) = 0), rows split across threads.
+// Row i: Σ over slots c of exp(X(i, i − W + c) + colShift(i − W + c)), both runs contiguous in i.
 template <class T>
 Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
-  Vec<T> out(nq_);
-  parallelFor(nq_, double(band_.size()), [&](Eigen::Index first, Eigen::Index end) {
-    Eigen::Array<T, 1, Eigen::Dynamic> row(band_.cols());
-    for (Eigen::Index i = first; i < end; ++i) {
-      const Eigen::Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
-      if (width <= 0) {
-        out(i) = kNegInf<T>;  // no support: an inactive row
-        continue;
-      }
-      auto x = row.head(width);
-      x = band_.row(i).segment(b0, width).array() + colShift.segment(i - W_ + b0, width).transpose().array();
-      const T m = x.maxCoeff();
-      out(i) = m == kNegInf<T> ? kNegInf<T> : m + std::log(exactExp(x - m).sum());
-    }
+  const auto shift = paddedShift(colShift, diagonals_.cols(), W_);
+  return diagonalLogSumExp<T>(nq_, diagonals_.rows(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n) {
+    return diagonals_.row(c).segment(W_ + first, n).transpose().array() + shift.segment(first + c, n);
   });
-  return out;
 }
 
 template <class T>
@@ -149,33 +194,15 @@ RowClosurePass<T> BandScores<T>::rowClosurePass(const Vec<T>& colShift, const Ve
   return r;
 }
 
-// Column j's support is spread over rows j − W … j + W, so each thread owns a range of columns and walks the rows
-// that reach it, adding each row's segment (clipped to the range) into running column maxima, then into the sums.
+// Column j: Σ over c of exp(X(i, j) + rowShift(i)) with i = j − W + c, which is slot 2W − c of row i: both runs
+// contiguous in j, so the column pass is the row pass with the slots reversed and offset.
 template <class T>
 Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
-  Vec<T> out(nk_);
-  parallelFor(nk_, double(band_.size()), [&](Eigen::Index c0, Eigen::Index c1) {
-    using Row = Eigen::Array<T, 1, Eigen::Dynamic>;
-    Row colMax = Row::Constant(c1 - c0, kNegInf<T>), sum = Row::Zero(c1 - c0);
-    const Eigen::Index i0 = std::max<Eigen::Index>(0, c0 - W_), i1 = std::min(nq_, c1 + W_);
-    // visit(columnOffset, width, x): the support entries of row i in [c0, c1), as X plus the row's shift.
-    auto forRows = [&](auto&& visit) {
-      for (Eigen::Index i = i0; i < i1; ++i) {
-        if (rowShift(i) == kNegInf<T>) continue;
-        const Eigen::Index j0 = std::max(c0, i - W_ + firstSlot(i)), j1 = std::min(c1, i - W_ + lastSlot(i) + 1);
-        if (j1 > j0) visit(j0 - c0, j1 - j0, band_.row(i).segment(j0 - i + W_, j1 - j0).array() + rowShift(i));
-      }
-    };
-    forRows([&](Eigen::Index at, Eigen::Index width, const auto& x) {
-      colMax.segment(at, width) = colMax.segment(at, width).max(x);
-    });
-    const Row shift = (colMax == kNegInf<T>).select(T(0), colMax);
-    forRows([&](Eigen::Index at, Eigen::Index width, const auto& x) {
-      sum.segment(at, width) += exactExp(x - shift.segment(at, width));
-    });
-    out.segment(c0, c1 - c0) = (colMax == kNegInf<T>).select(kNegInf<T>, shift + sum.log()).transpose().matrix();
+  const auto shift = paddedShift(rowShift, diagonals_.cols(), W_);
+  const Eigen::Index last = diagonals_.rows() - 1;
+  return diagonalLogSumExp<T>(nk_, diagonals_.rows(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n) {
+    return diagonals_.row(last - c).segment(first + c, n).transpose().array() + shift.segment(first + c, n);
   });
-  return out;
 }
 
 template <class T>
@@ -195,12 +222,16 @@ template <class T>
 Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first,
                                Eigen::Index count) const {
   Mat<T> P = largeMatrix<T>(count, nk_);
-  P.setZero();
-  parallelFor(count, double(count) * double(band_.cols()), [&](Eigen::Index begin, Eigen::Index end) {
+  // Each row written once, its zeros with its band, by the thread that owns it: no separate pass to clear P.
+  parallelFor(count, double(count) * double(nk_), [&](Eigen::Index begin, Eigen::Index end) {
     Eigen::Matrix<T, 1, Eigen::Dynamic> a(band_.cols());
     for (Eigen::Index r = begin; r < end; ++r) {
       const auto [j0, width] = bandPlanRow(*this, first + r, ut, vt, scale, a);
+      T* row = P.row(r).data();
+      const Eigen::Index bandStart = width > 0 ? j0 : nk_;
+      std::fill(row, row + bandStart, T(0));
       if (width > 0) P.row(r).segment(j0, width) = a.head(width);
+      std::fill(row + std::min(nk_, bandStart + width), row + nk_, T(0));
     }
   });
   return P;

@@ -77,7 +77,8 @@ class BandScores {
                     Eigen::Index end = -1) const;
 
   Eigen::Index nq_, nk_, W_;
-  Mat<T> band_;  // n_q × (2W+1); slot b of row i holds X(i, i − W + b)
+  Mat<T> band_;   // n_q × (2W+1); slot b of row i holds X(i, i − W + b)
+  Mat<T> diagonals_;  // the band by slots for the log-sum-exp passes (diagonalBand in score_geometry.cpp)
 };
 
 }  // namespace tl

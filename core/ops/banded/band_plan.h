@@ -21,14 +21,18 @@ class BandPlan final : public TransportPlan<T> {
   Eigen::Index rows() const override { return rows_; }
   Eigen::Index cols() const override { return cols_; }
   Mat<T> apply(const Mat<T>& V) const override {
+    if (V.rows() == X_->cols() && rows_ == X_->rows()) return X_->apply(ut_, vt_, scale_, V);  // no dustbin: no copies
     return X_->apply(ut_, vt_, scale_, padded(V, X_->cols())).topRows(rows_);
   }
   Mat<T> applyTransposed(const Mat<T>& W) const override {
+    if (W.rows() == X_->rows() && cols_ == X_->cols()) return X_->applyTransposed(ut_, vt_, scale_, W);
     return X_->applyTransposed(ut_, vt_, scale_, padded(W, X_->rows())).topRows(cols_);
   }
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
-    return X_->planRows(ut_, vt_, scale_, first, count).leftCols(cols_);
+    Mat<T> rows = X_->planRows(ut_, vt_, scale_, first, count);
+    if (rows.cols() == cols_) return rows;  // no dustbin column to drop: no copy of an n_q × n_k block
+    return rows.leftCols(cols_);
   }
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
     std::vector<PlanEntry<T>> shown;  // the real tokens' entries (not the dustbin's)
@@ -40,7 +44,6 @@ class BandPlan final : public TransportPlan<T> {
 
  private:
   static Mat<T> padded(const Mat<T>& M, Eigen::Index rows) {
-    if (M.rows() == rows) return M;
     Mat<T> out = Mat<T>::Zero(rows, M.cols());
     out.topRows(M.rows()) = M;
     return out;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "common/errors.h"
 #include "ops/banded/band_plan.h"
@@ -129,14 +130,13 @@ template void finishResult(const BandedParams&, const BandScores<double>*, const
 
 namespace {
 
-template <class T>
-constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-
 // The banded forward on an input without padding. The plan stays a band (band_plan.h): memory O(n·W).
 template <class T>
 PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParams& p, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
-  const AttentionInput<T> in = p.dustbin ? banded::withDustbin(original) : original;
+  std::optional<AttentionInput<T>> withBin;  // the input with its dustbin tokens, only when asked: no copy otherwise
+  if (p.dustbin) withBin = banded::withDustbin(original);
+  const AttentionInput<T>& in = withBin ? *withBin : original;
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
   const Eigen::Index W = banded::systemHalfWidth(p, nq, nk);
   const auto X = std::make_shared<const BandScores<T>>(in.Q, in.K, T(p.eps), W);
@@ -152,8 +152,8 @@ PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParam
   runSinkhornLoop<T>(*X, logMu, logNu, T(p.eps), scale, options, feedback, r, ut, vt);
 
   // Final sums from one more pass each way, for the per-tile errors of the banded view.
-  const Vec<T> rowSums = (ut.array() == kNegInf<T>).select(T(0), scale * (ut + X->rowLogSumExp(vt)).array().exp()).matrix();
-  const Vec<T> colSums = (vt.array() == kNegInf<T>).select(T(0), scale * (vt + X->colLogSumExp(ut)).array().exp()).matrix();
+  const Vec<T> rowSums = sinkhorn_loop::marginalSums(ut, X->rowLogSumExp(vt), scale);
+  const Vec<T> colSums = sinkhorn_loop::marginalSums(vt, X->colLogSumExp(ut), scale);
   const Eigen::Index n0q = original.Q.rows(), n0k = original.K.rows();
   r.plan = Plan<T>(std::make_shared<const BandPlan<T>>(X, ut, vt, scale, n0q, n0k));
   if (original.V) r.output = r.plan.apply(*original.V);
