@@ -4,38 +4,54 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "common/parallel.h"
 #include "ops/diff/diff_device.h"
 #include "ops/family.h"
+#include "ops/log_domain.h"
 #include "ops/marginals.h"
-#include "ops/softmax/softmax.h"
+#include "ops/softmax/row_softmax.h"
 #include "ops/subsequence.h"
 
 namespace tl {
 namespace {
 
-// One softmax map of the pair (Q[:, half], K[:, half]); its scores use the half width h (s = 1/√h,
+// One softmax map of the pair (Q[:, half], K[:, half]) with its product with V and its row and column sums, from
+// the fused row softmax (ops/softmax/row_softmax.h); its scores use the half width h (s = 1/√h,
 // docs/operators/diff.md#resolutions).
 template <class T>
-Mat<T> halfSoftmax(const AttentionInput<T>& in, Eigen::Index half, Feedback& feedback) {
+RowSoftmax<T> halfSoftmax(const AttentionInput<T>& in, Eigen::Index half) {
   const Eigen::Index h = in.Q.cols() / 2;
-  AttentionInput<T> pair;
-  pair.Q = in.Q.middleCols(half * h, h);
-  pair.K = in.K.middleCols(half * h, h);
-  return softmaxAttention(pair, SoftmaxParams{}, feedback).plan;
+  const Mat<T> Q = in.Q.middleCols(half * h, h), K = in.K.middleCols(half * h, h);
+  RowSoftmax<T> map = rowSoftmax<T>(Q, K, nullptr, in.V ? &*in.V : nullptr);
+  checkScaledScores(map.maxAbsScore, 1.0);
+  return map;
 }
 
 template <class T>
 PlanResult<T> diffOnValid(const AttentionInput<T>& in, double lambda, Feedback& feedback) {
   const auto start = std::chrono::steady_clock::now();
+  const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
+  checkDenseSize(nq, nk, sizeof(T), "diff");
+  feedback.throwIfCanceled();
+  RowSoftmax<T> first = halfSoftmax(in, 0);
+  feedback.throwIfCanceled();
+  const RowSoftmax<T> second = halfSoftmax(in, 1);
+  // A, A·V and A's row and column sums are linear in the two maps: each is the first map's minus lambda times the
+  // second's. So the difference costs one pass over the maps (in the first one's buffer, rows split across
+  // threads), and the output and the marginals none.
+  const T l = T(lambda);
+  parallelFor(nq, double(nq) * double(nk), [&](Eigen::Index begin, Eigen::Index end) {
+    first.plan.middleRows(begin, end - begin) -= l * second.plan.middleRows(begin, end - begin);
+  });
   PlanResult<T> r;
-  r.plan = halfSoftmax(in, 0, feedback) - T(lambda) * halfSoftmax(in, 1, feedback);
-  if (in.V) r.output = r.plan.apply(*in.V);
-  const Eigen::Index nq = r.plan.rows(), nk = r.plan.cols();
+  r.plan = std::move(first.plan);
+  if (in.V) r.output = Mat<T>(*first.output - l * *second.output);
   r.rowTarget = Vec<T>::Ones(nq);
   r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
-  r.errors = marginalErrorsFromSums<T>(r.plan.rowSums(), r.rowTarget, r.plan.colSums(),
-                                       r.colTarget);
+  r.errors = marginalErrorsFromSums<T>(first.rowSums - l * second.rowSums, r.rowTarget,
+                                       first.colSums - l * second.colSums, r.colTarget);
   r.errorHistory = {r.errors};
+  feedback.setProgress(1.0, "diff");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
