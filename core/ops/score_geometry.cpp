@@ -32,34 +32,15 @@ std::pair<Eigen::Index, Eigen::Index> bandSlots(Eigen::Index r, Eigen::Index oth
   return {std::max<Eigen::Index>(0, halfWidth - r), std::min<Eigen::Index>(2 * halfWidth, others - 1 - r + halfWidth)};
 }
 
-// The band by diagonals (slot-major): row c holds slot c of every row of X, X(i, i − W + c) at position W + i,
-// with W positions of −inf before row 0 and after the last row (up to max(n_q, n_k) + W), so that both
-// log-sum-exp passes below read every slot as one contiguous run, whole packets across many rows or columns at
-// once, with no per-row reductions: a band row holds at most 2W + 1 entries, too few to fill packets well.
-template <class T>
-Mat<T> diagonalBand(const Mat<T>& band, Eigen::Index nk, Eigen::Index halfWidth) {
-  const Eigen::Index nq = band.rows();
-  Mat<T> out = Mat<T>::Constant(band.cols(), std::max(nq, nk) + 2 * halfWidth, kNegInf<T>);
-  for (Eigen::Index c = 0; c < band.cols(); ++c) out.row(c).segment(halfWidth, nq) = band.col(c).transpose();
-  return out;
-}
-
-// A shift vector with W zeros before it and after it (up to the diagonal band's length): shifted(W + t) = shift(t).
-// Off the support the band's own −inf decides, so the padding's value only has to be finite.
-template <class T>
-Eigen::Array<T, Eigen::Dynamic, 1> paddedShift(const Vec<T>& shift, Eigen::Index length, Eigen::Index halfWidth) {
-  Eigen::Array<T, Eigen::Dynamic, 1> out = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(length);
-  out.segment(halfWidth, shift.size()) = shift.array();
-  return out;
-}
-
-// log Σ_c exp(x_c(t)) for t in [0, count), where entry(c, first, n) is the run x_c(first … first + n − 1) of
-// slot c. Chunks of kChunk tokens are split across threads; within a chunk, a first sweep over the slots takes
-// each token's maximum and a second sums the exponentials, both as packets across tokens. Each token's terms are
-// added in slot order, so the result does not depend on the thread count. A token with no finite term (inactive,
-// or no support) gets −inf: shift 0 (logSumExpShift) and log 0.
-template <class T, class Entry>
-Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, Entry&& entry) {
+// log Σ_c exp(x_c(t)) for tokens t in [0, count), where runs(c, first, n, add) calls add(at, x) with the run x of
+// slot c's terms for tokens first + at … first + at + x.size() − 1 (within [first, first + n); none if the slot has
+// no support there). Chunks of kChunk tokens are split across threads; within a chunk, a first sweep over the
+// slots takes each token's maximum and a second sums the exponentials, both as packets across tokens, with no
+// per-token reductions: a band row holds at most 2W + 1 entries, too few to fill packets well. Each token's terms
+// are added in slot order, so the result does not depend on the thread count. A token with no term (no support)
+// or no finite one (inactive) gets −inf: shift 0 (logSumExpShift) and log 0.
+template <class T, class Runs>
+Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, Runs&& runs) {
   constexpr Eigen::Index kChunk = 256;
   Vec<T> out(count);
   const Eigen::Index chunks = (count + kChunk - 1) / kChunk;
@@ -70,10 +51,17 @@ Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, Entry&& entry) 
       auto m = maxima.head(n);
       auto sum = sums.head(n);
       m.setConstant(kNegInf<T>);
-      for (Eigen::Index c = 0; c < slots; ++c) m = m.max(entry(c, first, n));
+      for (Eigen::Index c = 0; c < slots; ++c)
+        runs(c, first, n, [&](Eigen::Index at, const auto& x) {
+          auto slotMax = m.segment(at, x.size());
+          slotMax = slotMax.max(x);
+        });
       m = (m == kNegInf<T>).select(T(0), m);
       sum.setZero();
-      for (Eigen::Index c = 0; c < slots; ++c) sum += exactExp(entry(c, first, n) - m);
+      for (Eigen::Index c = 0; c < slots; ++c)
+        runs(c, first, n, [&](Eigen::Index at, const auto& x) {
+          sum.segment(at, x.size()) += exactExp(x - m.segment(at, x.size()));
+        });
       out.segment(first, n) = (m + sum.log()).matrix();
     }
   });
@@ -147,14 +135,14 @@ BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index 
   });
   checkScaledScores(rowMaxAbs.maxCoeff(), double(eps));
   band_ /= eps;  // off-band slots stay −inf
-  diagonals_ = diagonalBand(band_, nk_, W_);
+  formDiagonals();
 }
 
 template <class T>
 BandScores<T>::BandScores(Mat<T> band, Eigen::Index nk, Eigen::Index halfWidth)
     : nq_(band.rows()), nk_(nk), W_(halfWidth), band_(std::move(band)) {
   if (band_.cols() != 2 * W_ + 1) throw std::logic_error("BandScores: a band needs 2W + 1 slots per row");
-  diagonals_ = diagonalBand(band_, nk_, W_);
+  formDiagonals();
 }
 
 template <class T>
@@ -168,6 +156,26 @@ Eigen::Index BandScores<T>::lastSlot(Eigen::Index i) const {
 }
 
 template <class T>
+std::pair<Eigen::Index, Eigen::Index> BandScores<T>::slotRows(Eigen::Index c) const {
+  const Eigen::Index first = std::max<Eigen::Index>(0, W_ - c), end = std::min(nq_, nk_ + W_ - c);
+  return {first, std::max(first, end)};
+}
+
+template <class T>
+void BandScores<T>::formDiagonals() {
+  diagonalStart_.assign(size_t(band_.cols()) + 1, 0);
+  for (Eigen::Index c = 0; c < band_.cols(); ++c) {
+    const auto [first, end] = slotRows(c);
+    diagonalStart_[size_t(c) + 1] = diagonalStart_[size_t(c)] + (end - first);
+  }
+  diagonals_.resize(diagonalStart_.back());
+  for (Eigen::Index c = 0; c < band_.cols(); ++c) {
+    const auto [first, end] = slotRows(c);
+    diagonal(c) = band_.col(c).segment(first, end - first);
+  }
+}
+
+template <class T>
 Mask BandScores<T>::activeRows() const {
   return bandActiveRows(nq_, nk_, W_);
 }
@@ -177,12 +185,16 @@ Mask BandScores<T>::activeCols() const {
   return bandActiveCols(nq_, nk_, W_);
 }
 
-// Row i: Σ over slots c of exp(X(i, i − W + c) + colShift(i − W + c)), both runs contiguous in i.
+// Row i: Σ over slots c of exp(X(i, i − W + c) + colShift(i − W + c)); for the chunk's rows in slot c's range, both
+// runs are contiguous in i.
 template <class T>
 Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
-  const auto shift = paddedShift(colShift, diagonals_.cols(), W_);
-  return diagonalLogSumExp<T>(nq_, diagonals_.rows(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n) {
-    return diagonals_.row(c).segment(W_ + first, n).transpose().array() + shift.segment(first + c, n);
+  return diagonalLogSumExp<T>(nq_, band_.cols(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n, auto&& add) {
+    const auto [slotFirst, slotEnd] = slotRows(c);
+    const Eigen::Index from = std::max(first, slotFirst), to = std::min(first + n, slotEnd);
+    if (from < to)
+      add(from - first, diagonal(c).segment(from - slotFirst, to - from).array() +
+                            colShift.segment(from - W_ + c, to - from).array());
   });
 }
 
@@ -194,14 +206,19 @@ RowClosurePass<T> BandScores<T>::rowClosurePass(const Vec<T>& colShift, const Ve
   return r;
 }
 
-// Column j: Σ over c of exp(X(i, j) + rowShift(i)) with i = j − W + c, which is slot 2W − c of row i: both runs
-// contiguous in j, so the column pass is the row pass with the slots reversed and offset.
+// Column j: Σ over c of exp(X(i, j) + rowShift(i)) with i = j − W + c, which is slot 2W − c of row i: for the
+// chunk's columns, the rows of slot 2W − c's range they reach form one contiguous run, so the column pass is the
+// row pass with the slots reversed and offset.
 template <class T>
 Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
-  const auto shift = paddedShift(rowShift, diagonals_.cols(), W_);
-  const Eigen::Index last = diagonals_.rows() - 1;
-  return diagonalLogSumExp<T>(nk_, diagonals_.rows(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n) {
-    return diagonals_.row(last - c).segment(first + c, n).transpose().array() + shift.segment(first + c, n);
+  const Eigen::Index last = band_.cols() - 1;
+  return diagonalLogSumExp<T>(nk_, band_.cols(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n, auto&& add) {
+    const Eigen::Index slot = last - c;
+    const auto [slotFirst, slotEnd] = slotRows(slot);
+    const Eigen::Index from = std::max(first - W_ + c, slotFirst), to = std::min(first + n - W_ + c, slotEnd);
+    if (from < to)
+      add(from + W_ - c - first, diagonal(slot).segment(from - slotFirst, to - from).array() +
+                                     rowShift.segment(from, to - from).array());
   });
 }
 

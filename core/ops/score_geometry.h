@@ -5,6 +5,9 @@
 //   BandScores  : |i − j| ≤ W on raw indices (docs/operators/banded.md#rectangles); n_q × (2W+1) storage, so
 //                 memory and every pass are O(n·W). Rows (columns) with no support entry are inactive.
 // Entries off the support are −inf: they carry exactly zero mass.
+#include <utility>
+#include <vector>
+
 #include "common/matrix.h"
 #include "ops/log_domain.h"
 #include "ops/transport_plan.h"
@@ -76,9 +79,20 @@ class BandScores {
   void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first = 0,
                     Eigen::Index end = -1) const;
 
+  // The band by diagonals, for the log-sum-exp passes: slot c's support entries X(i, i − W + c) for its rows
+  // [slotRows(c)), one contiguous run each, so a pass reads each slot once for many tokens at once.
+  std::pair<Eigen::Index, Eigen::Index> slotRows(Eigen::Index c) const;
+  void formDiagonals();
+  auto diagonal(Eigen::Index c) { return diagonals_.segment(diagonalStart_[size_t(c)], diagonalLength(c)); }
+  auto diagonal(Eigen::Index c) const { return diagonals_.segment(diagonalStart_[size_t(c)], diagonalLength(c)); }
+  Eigen::Index diagonalLength(Eigen::Index c) const {
+    return diagonalStart_[size_t(c) + 1] - diagonalStart_[size_t(c)];
+  }
+
   Eigen::Index nq_, nk_, W_;
   Mat<T> band_;   // n_q × (2W+1); slot b of row i holds X(i, i − W + b)
-  Mat<T> diagonals_;  // the band by slots for the log-sum-exp passes (diagonalBand in score_geometry.cpp)
+  Vec<T> diagonals_;                        // every slot's run, slot after slot
+  std::vector<Eigen::Index> diagonalStart_;  // slot c's run starts at diagonalStart_[c]; one more: the total
 };
 
 }  // namespace tl

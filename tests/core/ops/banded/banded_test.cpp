@@ -85,6 +85,7 @@ void expectBandMatchesMaskedDense(int nq, int nk, int W) {
 
 TEST(BandScores, MatchesMaskedDenseScores) {
   expectBandMatchesMaskedDense(13, 9, 3);
+  expectBandMatchesMaskedDense(13, 9, 30);  // wider than both sides (as with a dustbin): slots with no support
   const BandScores<double> band(gaussian(13, 4, 1), gaussian(9, 4, 2), 0.7, 3);
   EXPECT_FALSE(band.activeRows()(12));  // i = 12 ≥ n_k + W = 12: no key within the band
   EXPECT_TRUE(band.activeRows()(11));
