@@ -18,7 +18,7 @@ struct LeastWork {
 };
 
 // nullopt where the least work depends on more than the parameters (a compiled ASAP file, slices read from a
-// file with L = 0, a banded dustbin, SoftSort, diff): docs/cli.md#bench lists what each family counts.
+// file with L = 0, a banded dustbin, SoftSort): docs/cli.md#bench lists what each family counts.
 std::optional<LeastWork> leastWork(const OperatorSpec& spec, int n, int d);
 
 }  // namespace tl::cli
