@@ -41,7 +41,7 @@ Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
   // The axis slicer's directions are the feature axes, so each projection is a coordinate: x + 0 is bit for bit
   // what the chain below gives (its other terms are exact zeros, and −0 + 0 = +0 there too), without L·d
   // multiply-adds per token.
-  if (theta == Mat<T>::Identity(d, d)) return (X.array() + T(0)).matrix();
+  if (slices == d && theta == Mat<T>::Identity(d, d)) return (X.array() + T(0)).matrix();
   const Mat<T> thetaT = theta.transpose();  // d × L
   Mat<T> out(X.rows(), slices);
   const double work = double(X.rows()) * double(slices) * double(d);
