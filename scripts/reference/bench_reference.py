@@ -9,7 +9,8 @@ n × d; the whole operator (scores, normalisations, the dense plan A and the out
 O = A V without the n × n plan. The median of `repeats` runs after one untimed warm-up is reported.
 
 Formulations: softmax/sinkhorn (attention_reference.py), asap (asap_reference.py), banded
-(banded_reference.py), lot (lot_reference.py) are the literal dense references the fixtures come from;
+(banded_reference.py), lot (lot_reference.py) are the literal dense references the fixtures come from; diff is
+the DiffTransformer layer's own form (diff_attention below);
 esp hard and every --lazy run use structured_reference.py (permutations, band, factors). File parameters
 (asap slices/beta/dual, lot pivots/mass_logits, esp slices) are read from the paths in the operator string,
 which `tlens bench` writes so both sides use the same arrays.
@@ -19,6 +20,7 @@ every core by default), and torch.set_num_threads gets that value, so the ratio 
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -59,6 +61,27 @@ def lot_params(op):
     return p
 
 
+def diff_attention(q, k, v, lam):
+    """DiffTransformer attention as its layer computes it (docs/operators/diff.md): torch.softmax of each half's
+    scores, their difference A = A1 − lambda·A2, and O = A V."""
+    h = q.shape[1] // 2
+    first = torch.softmax(q[:, :h] @ k[:, :h].T / math.sqrt(h), dim=-1)
+    second = torch.softmax(q[:, h:] @ k[:, h:].T / math.sqrt(h), dim=-1)
+    plan = first - lam * second
+    return plan, plan @ v
+
+
+def diff_lambda(op):
+    lam = 0.5  # the family's default
+    for item in filter(None, op.partition(":")[2].split(",")):
+        key, _, value = item.partition("=")
+        if key == "lambda":
+            lam = float(value)
+        elif key != "mask_mode":
+            raise ValueError(f"unknown diff parameter {key!r}")
+    return lam
+
+
 def formulation(op, lazy, dtype):
     """A callable (q, k, v) running the reference of `op` (dense, or only A V with --lazy)."""
     family = op.partition(":")[0]
@@ -85,6 +108,9 @@ def formulation(op, lazy, dtype):
             (lambda q, k, v: banded_reference.banded_attention(q, k, v, **p))
     if lazy:
         raise ValueError(f"{family} has no lazy path")
+    if family == "diff":
+        lam = diff_lambda(op)
+        return lambda q, k, v: diff_attention(q, k, v, lam)
     if family == "asap":
         p = dict(asap_reference.parse_asap(op), **files)
         return lambda q, k, v: asap_reference.asap_attention(q, k, v, **p)

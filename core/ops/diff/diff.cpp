@@ -15,14 +15,13 @@
 namespace tl {
 namespace {
 
-// One softmax map of the pair (Q[:, half], K[:, half]) with its product with V and its row and column sums, from
-// the fused row softmax (ops/softmax/row_softmax.h); its scores use the half width h (s = 1/√h,
-// docs/operators/diff.md#resolutions).
+// One softmax map of the pair (Q[:, half], K[:, half]) with its row and column sums, from the fused row softmax
+// (ops/softmax/row_softmax.h); its scores use the half width h (s = 1/√h, docs/operators/diff.md#resolutions).
 template <class T>
 RowSoftmax<T> halfSoftmax(const AttentionInput<T>& in, Eigen::Index half) {
   const Eigen::Index h = in.Q.cols() / 2;
   const Mat<T> Q = in.Q.middleCols(half * h, h), K = in.K.middleCols(half * h, h);
-  RowSoftmax<T> map = rowSoftmax<T>(Q, K, nullptr, in.V ? &*in.V : nullptr);
+  RowSoftmax<T> map = rowSoftmax<T>(Q, K, nullptr, nullptr);
   checkScaledScores(map.maxAbsScore, 1.0);
   return map;
 }
@@ -36,16 +35,17 @@ PlanResult<T> diffOnValid(const AttentionInput<T>& in, double lambda, Feedback& 
   RowSoftmax<T> first = halfSoftmax(in, 0);
   feedback.throwIfCanceled();
   const RowSoftmax<T> second = halfSoftmax(in, 1);
-  // A, A·V and A's row and column sums are linear in the two maps: each is the first map's minus lambda times the
+  // A and its row and column sums are linear in the two maps: each is the first map's minus lambda times the
   // second's. So the difference costs one pass over the maps (in the first one's buffer, rows split across
-  // threads), and the output and the marginals none.
+  // threads) and the marginals none; A·V is then one product (not one per map, which would cost n_q·n_k·d_v
+  // multiply-adds more than the pass it saves).
   const T l = T(lambda);
   parallelFor(nq, double(nq) * double(nk), [&](Eigen::Index begin, Eigen::Index end) {
     first.plan.middleRows(begin, end - begin) -= l * second.plan.middleRows(begin, end - begin);
   });
   PlanResult<T> r;
   r.plan = std::move(first.plan);
-  if (in.V) r.output = Mat<T>(*first.output - l * *second.output);
+  if (in.V) r.output = r.plan.apply(*in.V);
   r.rowTarget = Vec<T>::Ones(nq);
   r.colTarget = Vec<T>::Constant(nk, T(nq) / T(nk));
   r.errors = marginalErrorsFromSums<T>(first.rowSums - l * second.rowSums, r.rowTarget,
