@@ -20,18 +20,19 @@ class BandPlan final : public TransportPlan<T> {
 
   Eigen::Index rows() const override { return rows_; }
   Eigen::Index cols() const override { return cols_; }
+  // Without a dustbin the plan shows all of X's tokens, and the products and rows are X's own, not copies.
   Mat<T> apply(const Mat<T>& V) const override {
-    if (V.rows() == X_->cols() && rows_ == X_->rows()) return X_->apply(ut_, vt_, scale_, V);  // no dustbin: no copies
+    if (!withDustbin()) return X_->apply(ut_, vt_, scale_, V);
     return X_->apply(ut_, vt_, scale_, padded(V, X_->cols())).topRows(rows_);
   }
   Mat<T> applyTransposed(const Mat<T>& W) const override {
-    if (W.rows() == X_->rows() && cols_ == X_->cols()) return X_->applyTransposed(ut_, vt_, scale_, W);
+    if (!withDustbin()) return X_->applyTransposed(ut_, vt_, scale_, W);
     return X_->applyTransposed(ut_, vt_, scale_, padded(W, X_->rows())).topRows(cols_);
   }
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     Mat<T> rows = X_->planRows(ut_, vt_, scale_, first, count);
-    if (rows.cols() == cols_) return rows;  // no dustbin column to drop: no copy of an n_q × n_k block
+    if (!withDustbin()) return rows;
     return rows.leftCols(cols_);
   }
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
@@ -43,6 +44,7 @@ class BandPlan final : public TransportPlan<T> {
   const char* kind() const override { return "band"; }
 
  private:
+  bool withDustbin() const { return rows_ != X_->rows() || cols_ != X_->cols(); }
   static Mat<T> padded(const Mat<T>& M, Eigen::Index rows) {
     Mat<T> out = Mat<T>::Zero(rows, M.cols());
     out.topRows(M.rows()) = M;
