@@ -165,7 +165,8 @@ Vec<T> Plan<T>::rowSums() const {
 
 template <class T>
 Vec<T> Plan<T>::colSums() const {
-  return applyTransposed(Mat<T>::Ones(rows(), 1)).col(0);
+  if (!plan_) throw InvalidArgument("no plan to read");
+  return plan_->columnSums();
 }
 
 template <class T>

@@ -48,6 +48,9 @@ class TransportPlan {
   virtual Mat<T> applyTransposed(const Mat<T>& W) const = 0;
   // The dense n_q × n_k matrix.
   virtual Mat<T> materialize() const = 0;
+  // Σ_i A_ij for every key j, Aᵀ applied to ones; plans that index their entries by column only on demand
+  // (hard ESP's) sum them without the index.
+  virtual Vec<T> columnSums() const { return applyTransposed(Mat<T>::Ones(rows(), 1)).col(0); }
   // "dense", "low-rank", "sliced", "band", "gpu duals", ... for labels and metrics.
   virtual const char* kind() const = 0;
   // Rows [first, first + count) of A, without forming the others. The default applies Aᵀ to unit vectors;

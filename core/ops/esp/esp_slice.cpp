@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/argsort.h"
+#include "common/prefetch_row.h"
 #include "cuda/esp_math.h"
 
 namespace tl {
@@ -25,12 +26,16 @@ std::vector<int> ascendingOrder(const Vec<T>& values) {
 template <class T>
 std::vector<int> tieGroupStarts(const Vec<T>& values, const std::vector<int>& order, int& tiedTokens) {
   const int n = int(order.size());
-  std::vector<int> starts;
-  for (int r = 0; r < n; ++r)
-    if (r == 0 || values(order[r]) != values(order[r - 1])) starts.push_back(r);
-  starts.push_back(n);
-  for (size_t g = 0; g + 1 < starts.size(); ++g)
-    if (starts[g + 1] - starts[g] > 1) tiedTokens += starts[g + 1] - starts[g];
+  std::vector<int> starts(size_t(n) + 1);
+  int groups = 0;
+  for (int r = 0; r < n; ++r) {
+    if (r > 0 && values(order[r]) == values(order[r - 1])) continue;
+    if (groups > 0 && r - starts[size_t(groups - 1)] > 1) tiedTokens += r - starts[size_t(groups - 1)];
+    starts[size_t(groups++)] = r;
+  }
+  if (groups > 0 && n - starts[size_t(groups - 1)] > 1) tiedTokens += n - starts[size_t(groups - 1)];
+  starts[size_t(groups++)] = n;
+  starts.resize(size_t(groups));
   return starts;
 }
 
@@ -70,6 +75,31 @@ std::vector<HardSlice::Block> groupBlocks(const std::vector<RankCouplingEntry>& 
   }
   blocks.resize(kept);
   return blocks;
+}
+
+// Without ties every group is one rank: Λ's entries are the blocks, already ordered and distinct.
+std::vector<HardSlice::Block> rankBlocks(const std::vector<RankCouplingEntry>& coupling) {
+  std::vector<HardSlice::Block> blocks(coupling.size());
+  for (size_t i = 0; i < coupling.size(); ++i) blocks[i] = {coupling[i].r, coupling[i].s, coupling[i].mass};
+  return blocks;
+}
+
+// ‖x − y‖² of two rows of n features: a packet of partial sums, added across once at the end. (Written out
+// because the compiler's own reductions ended in a chain of scalar adds per pair, a slice's main cost.)
+template <class T>
+T squaredDistance(const T* x, const T* y, Eigen::Index n) {
+  using namespace Eigen::internal;
+  using Packet = typename packet_traits<T>::type;
+  constexpr Eigen::Index kWidth = packet_traits<T>::size;
+  Packet sum = pset1<Packet>(T(0));
+  Eigen::Index c = 0;
+  for (; c + kWidth <= n; c += kWidth) {
+    const Packet difference = psub(ploadu<Packet>(x + c), ploadu<Packet>(y + c));
+    sum = pmadd(difference, difference, sum);
+  }
+  T total = predux(sum);
+  for (; c < n; ++c) total += (x[c] - y[c]) * (x[c] - y[c]);
+  return total;
 }
 
 std::vector<int> breakRuleMatching(const std::vector<RankCouplingEntry>& coupling, const std::vector<int>& queryOrder,
@@ -112,27 +142,21 @@ HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> qu
     s.queryGroupStart = singletonStarts(int(queryProjection.size()));
     s.keyGroupStart = singletonStarts(int(keyProjection.size()));
   }
-  s.blocks = groupBlocks(coupling, groupOfRank(s.queryGroupStart), groupOfRank(s.keyGroupStart));
+  const bool withoutTies = s.queryGroupStart.size() == s.queryOrder.size() + 1 &&
+                           s.keyGroupStart.size() == s.keyOrder.size() + 1;
+  s.blocks = withoutTies ? rankBlocks(coupling)
+                         : groupBlocks(coupling, groupOfRank(s.queryGroupStart), groupOfRank(s.keyGroupStart));
   s.matching = breakRuleMatching(coupling, s.queryOrder, s.keyOrder);
   return s;
 }
 
-namespace {
+namespace esp_slice_detail {  // named: sliceCost's lambdas hold these types
 
-// Asks for row i of M ahead of its use. The slice visits tokens in rank order, a random order of rows, so the
-// hardware prefetcher cannot guess them; a block waiting on two rows from memory dominated the slice's cost.
-template <class T>
-void prefetchRow(const Mat<T>& M, Eigen::Index i) {
-  const char* row = reinterpret_cast<const char*>(M.data() + i * M.cols());
-  for (std::size_t byte = 0; byte < std::size_t(M.cols()) * sizeof(T); byte += 64) __builtin_prefetch(row + byte);
-}
-
-}  // namespace
-
-template <class T>
-T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
+// visit(q, k, coefficient) for every pair of rows the slice couples, with D_l = Σ coefficient·‖q − k‖^p: a
+// block's mass spread over its |g_q|·|g_k| pairs.
+template <class T, class Visit>
+void forEachCostPair(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Visit&& visit) {
   constexpr std::size_t kPrefetchDistance = 8;  // blocks ahead
-  T total = 0;
   for (std::size_t i = 0; i < s.blocks.size(); ++i) {
     if (i + kPrefetchDistance < s.blocks.size()) {
       const auto& ahead = s.blocks[i + kPrefetchDistance];
@@ -142,13 +166,71 @@ T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
     const auto& b = s.blocks[i];
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
-    T blockCost = 0;
+    const double coefficient = b.mass / double((q1 - q0) * (k1 - k0));
     for (int r = q0; r < q1; ++r)
-      for (int c = k0; c < k1; ++c)
-        blockCost += groundCost<T>((Q.row(s.queryOrder[r]) - K.row(s.keyOrder[c])).squaredNorm(), p);
-    total += T(b.mass) * blockCost / T((q1 - q0) * (k1 - k0));
+      for (int c = k0; c < k1; ++c) visit(Q.row(s.queryOrder[r]).data(), K.row(s.keyOrder[c]).data(), coefficient);
   }
-  return total;
+}
+
+// Σ coefficient·‖x − y‖² over pairs of rows of n features. p = 2 needs no root, so no pair is added across on
+// its own: each pair's squares are summed as a packet in T (two partial packets) and that packet added, in
+// double, into one packet of lane sums, added across once at the end. Double as the device's partial sums
+// are: the lanes gather up to n_q·n_k terms, and float32 lanes would lose digits that the slice weights
+// (softmax(−tau·D)) amplify by tau·D.
+template <class T>
+class WeightedSquaredDistances {
+ public:
+  explicit WeightedSquaredDistances(Eigen::Index n) : n_(n) {}
+  void add(const T* x, const T* y, double coefficient) {
+    using namespace Eigen::internal;
+    auto square = [&](Eigen::Index c, Packet& partial) {
+      const Packet difference = psub(ploadu<Packet>(x + c), ploadu<Packet>(y + c));
+      partial = pmadd(difference, difference, partial);
+    };
+    Packet partial[2] = {pset1<Packet>(T(0)), pset1<Packet>(T(0))};
+    Eigen::Index c = 0;
+    for (; c + 2 * kWidth <= n_; c += 2 * kWidth) {
+      square(c, partial[0]);
+      square(c + kWidth, partial[1]);
+    }
+    if (c + kWidth <= n_) {
+      square(c, partial[0]);
+      c += kWidth;
+    }
+    alignas(64) T pairSums[kWidth];
+    pstore(pairSums, padd(partial[0], partial[1]));
+    for (; c < n_; ++c) pairSums[0] += (x[c] - y[c]) * (x[c] - y[c]);
+#pragma omp simd
+    for (Eigen::Index lane = 0; lane < kWidth; ++lane) laneSums_[lane] += coefficient * double(pairSums[lane]);
+  }
+  T total() const {
+    double sum = 0;
+    for (double lane : laneSums_) sum += lane;
+    return T(sum);
+  }
+
+ private:
+  using Packet = typename Eigen::internal::packet_traits<T>::type;
+  static constexpr Eigen::Index kWidth = Eigen::internal::packet_traits<T>::size;
+  Eigen::Index n_;
+  double laneSums_[kWidth] = {};
+};
+
+}  // namespace esp_slice_detail
+
+template <class T>
+T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
+  using namespace esp_slice_detail;
+  if (p == 2) {
+    WeightedSquaredDistances<T> sum(Q.cols());
+    forEachCostPair(s, Q, K, [&](const T* q, const T* k, double coefficient) { sum.add(q, k, coefficient); });
+    return sum.total();
+  }
+  double total = 0;
+  forEachCostPair(s, Q, K, [&](const T* q, const T* k, double coefficient) {
+    total += coefficient * double(groundCost<T>(squaredDistance(q, k, Q.cols()), p));
+  });
+  return T(total);
 }
 
 template <class T>

@@ -21,6 +21,7 @@
 
 #include "common/matrix.h"
 #include "common/parallel.h"
+#include "common/prefetch_row.h"
 #include "ops/esp/esp_slice.h"
 
 namespace tl {
@@ -39,24 +40,29 @@ struct SliceRows {
 
 inline constexpr std::size_t kEntriesPerPair = 4;
 
-// True when every slice has exactly one entry in each of the `rows` rows: the usual case of n_q = n_k without
-// ties, where row r's entry of slice l has the fixed place r·L + l and the slices can be written in parallel.
-// A slice without tie groups has one block per pair of ranks its coupling joins, the same pairs in every slice,
-// so the first slice's blocks say it for all. (Counting entries is not enough: with tied queries and the
+// True when slice s has exactly one entry in each row: no tie groups, and a coupling that joins each rank of
+// the rows' side to one rank of the other (n_q = n_k: Λ = I/n). A slice without tie groups has one block per
+// pair of ranks its coupling joins, the same pairs in every such slice, so `couplingOnePerRow` (read once from
+// one of them) says it for all. (Counting a slice's entries is not enough: with tied queries and the
 // interpolation coupling one key can get two entries while another gets none.)
-inline bool oneEntryPerRow(const std::vector<HardSlice>& slices, Eigen::Index rows, bool transposed) {
-  const auto withoutTies = [](const HardSlice& s) {
-    return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
-  };
-  if (slices.empty() || !std::all_of(slices.begin(), slices.end(), withoutTies)) return false;
+inline bool withoutTieGroups(const HardSlice& s) {
+  return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
+}
+
+inline bool couplingOnePerRow(const HardSlice& untied, Eigen::Index rows, bool transposed) {
   std::vector<int> entries(size_t(rows), 0);
-  for (const HardSlice::Block& b : slices.front().blocks) ++entries[size_t(transposed ? b.keyGroup : b.queryGroup)];
+  for (const HardSlice::Block& b : untied.blocks) ++entries[size_t(transposed ? b.keyGroup : b.queryGroup)];
   return std::all_of(entries.begin(), entries.end(), [](int count) { return count == 1; });
 }
 
 // The entries of Σ_l n_q·w_l·U_l by query row (by key column with `transposed`), each row's in slice order (a
 // counting sort of forEachSliceEntry's entries, slice by slice); each value is the one the block loops add.
 // Nothing when there are more than kEntriesPerPair times the slices' coupled rank pairs.
+//
+// Slice l's entries of row r follow those of the slices before it: their offset in the row, before[l][r], is
+// the count of those entries. Slices with one entry per row (all of them without ties) need no counting; the
+// others are counted, and all placed, slice by slice on all cores (each slice writes its own places), the
+// offsets summed over l row by row.
 template <class T>
 std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, const Vec<T>& weights, Eigen::Index nq,
                                       Eigen::Index nk, bool transposed) {
@@ -69,31 +75,46 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   SliceRows<T> out;
   const Eigen::Index rows = transposed ? nk : nq;
   out.cols = transposed ? nq : nk;
-  auto share = [&](size_t l) { return T(nq) * weights(Eigen::Index(l)); };
-  if (oneEntryPerRow(slices, rows, transposed)) {
-    const auto L = Eigen::Index(slices.size());
-    out.start.resize(size_t(rows) + 1);
-    for (Eigen::Index r = 0; r <= rows; ++r) out.start[size_t(r)] = r * L;
-    out.entries.resize(total);
-    parallelFor(L, double(total), [&](Eigen::Index first, Eigen::Index end) {
-      for (Eigen::Index l = first; l < end; ++l)
-        forEachSliceEntry(slices[size_t(l)], share(size_t(l)), [&](Eigen::Index i, Eigen::Index j, T a) {
-          out.entries[size_t((transposed ? j : i) * L + l)] = {int(transposed ? i : j), a};
-        });
-    });
-    return out;
-  }
-  out.start.assign(size_t(rows) + 1, 0);
+  const auto L = Eigen::Index(slices.size());
+  const auto firstUntied = std::find_if(slices.begin(), slices.end(), withoutTieGroups);
+  const bool untiedOnePerRow = firstUntied != slices.end() && couplingOnePerRow(*firstUntied, rows, transposed);
+  std::vector<char> onePerRow(static_cast<size_t>(L));
+  for (Eigen::Index l = 0; l < L; ++l) onePerRow[size_t(l)] = untiedOnePerRow && withoutTieGroups(slices[size_t(l)]);
+
+  std::vector<int> before(size_t(L) * size_t(rows), 0);
+  auto offsets = [&](Eigen::Index l) { return before.data() + l * rows; };
   const T noScale = T(1);
-  for (const HardSlice& s : slices)
-    forEachSliceEntry(s, noScale, [&](Eigen::Index i, Eigen::Index j, T) { ++out.start[size_t(transposed ? j : i) + 1]; });
+  parallelFor(L, double(total), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index l = first; l < end; ++l) {
+      int* count = offsets(l);
+      if (!onePerRow[size_t(l)])
+        forEachSliceEntry(slices[size_t(l)], noScale, [&](Eigen::Index i, Eigen::Index j, T) { ++count[transposed ? j : i]; });
+    }
+  });
+  out.start.assign(size_t(rows) + 1, 0);
+  parallelFor(rows, double(L) * double(rows), [&](Eigen::Index first, Eigen::Index end) {
+    Eigen::Index* inRow = out.start.data() + 1;  // each row's running count, then its total
+    for (Eigen::Index l = 0; l < L; ++l) {
+      int* offset = offsets(l);
+      const bool one = onePerRow[size_t(l)];
+      for (Eigen::Index r = first; r < end; ++r) {
+        const int count = one ? 1 : offset[r];
+        offset[r] = int(inRow[r]);
+        inRow[r] += count;
+      }
+    }
+  });
   for (size_t r = 0; r < size_t(rows); ++r) out.start[r + 1] += out.start[r];
   out.entries.resize(total);
-  std::vector<Eigen::Index> next(out.start.begin(), out.start.end() - 1);
-  for (size_t l = 0; l < slices.size(); ++l)
-    forEachSliceEntry(slices[l], share(l), [&](Eigen::Index i, Eigen::Index j, T a) {
-      out.entries[size_t(next[size_t(transposed ? j : i)]++)] = {int(transposed ? i : j), a};
-    });
+  parallelFor(L, double(total), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index l = first; l < end; ++l) {
+      int* offset = offsets(l);
+      forEachSliceEntry(slices[size_t(l)], T(nq) * weights(l), [&](Eigen::Index i, Eigen::Index j, T a) {
+        const Eigen::Index r = transposed ? j : i;
+        out.entries[size_t(out.start[size_t(r)] + offset[r]++)] = {int(transposed ? i : j), a};
+      });
+    }
+  });
   return out;
 }
 
@@ -101,14 +122,23 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
 // across threads.
 template <class T>
 Mat<T> sliceRowsProduct(const SliceRows<T>& a, const Mat<T>& M) {
+  constexpr Eigen::Index kPrefetchDistance = 16;  // entries ahead: their rows of M are read in no order
   Mat<T> out(a.rows(), M.cols());
-  const double work = double(a.entries.size()) * double(M.cols());
+  const Eigen::Index columns = M.cols();
+  const double work = double(a.entries.size()) * double(columns);
   parallelFor(a.rows(), work, [&](Eigen::Index first, Eigen::Index end) {
     for (Eigen::Index r = first; r < end; ++r) {
-      auto row = out.row(r);
-      row.setZero();
-      for (Eigen::Index e = a.start[size_t(r)]; e < a.start[size_t(r) + 1]; ++e)
-        row += a.entries[size_t(e)].value * M.row(a.entries[size_t(e)].index);
+      T* __restrict row = out.row(r).data();
+      std::fill(row, row + columns, T(0));
+      const Eigen::Index last = a.start[size_t(r) + 1];
+      for (Eigen::Index e = a.start[size_t(r)]; e < last; ++e) {
+        if (e + kPrefetchDistance < Eigen::Index(a.entries.size()))
+          prefetchRow(M, a.entries[size_t(e + kPrefetchDistance)].index);
+        const T value = a.entries[size_t(e)].value;
+        const T* __restrict source = M.row(a.entries[size_t(e)].index).data();
+#pragma omp simd
+        for (Eigen::Index c = 0; c < columns; ++c) row[c] += value * source[c];
+      }
     }
   });
   return out;

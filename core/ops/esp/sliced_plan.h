@@ -1,9 +1,10 @@
 #pragma once
 // Hard ESP's plan as an object (ops/transport_plan.h): A = n_q·Σ_l w_l U_l with each slice plan U_l kept as
-// its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers, and its entries listed by row and by column
-// (ops/esp/slice_rows.h). A·V and Aᵀ·W gather rows in O(L·n·d); the dense matrix is formed only when a view
-// asks (docs/operators/esp.md#lazy-path).
+// its tie-group blocks (ops/esp/esp_slice.h), O(L·n) numbers, and its entries listed by row, and by column once
+// Aᵀ·W is asked for (ops/esp/slice_rows.h). A·V and Aᵀ·W gather rows in O(L·n·d); the dense matrix is formed
+// only when a view asks (docs/operators/esp.md#lazy-path).
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -39,19 +40,23 @@ Mat<T> slicedProduct(const std::vector<HardSlice>& slices, const Vec<T>& weights
 template <class T>
 class SlicedPlan final : public TransportPlan<T> {
  public:
-  // The entries are indexed by row and by column once here, the two indexes side by side on two threads
-  // (unless the slices tie too much): every product and dense row then reads them (slice_rows.h).
+  // The entries are indexed by row here (unless the slices tie too much): every product and dense row reads
+  // them (slice_rows.h). The index by column, for Aᵀ·W only, is formed on the first such product.
   SlicedPlan(std::vector<HardSlice> slices, Vec<T> weights, Eigen::Index rows, Eigen::Index cols)
-      : slices_(std::move(slices)), weights_(std::move(weights)), rows_(rows), cols_(cols) {
-    parallelForEach(2, [&](Eigen::Index byColumn) {
-      (byColumn ? byColumn_ : byRow_) = sliceRows(slices_, weights_, rows_, cols_, byColumn == 1);
-    });
-  }
+      : slices_(std::move(slices)), weights_(std::move(weights)), rows_(rows), cols_(cols),
+        byRow_(sliceRows(slices_, weights_, rows_, cols_, false)) {}
   Eigen::Index rows() const override { return rows_; }
   Eigen::Index cols() const override { return cols_; }
   Mat<T> apply(const Mat<T>& V) const override { return product(V, rows_, false); }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return product(W, cols_, true); }
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
+  // Each column's entries added slice by slice, in the order the index by column lists them: its sums' bits.
+  Vec<T> columnSums() const override {
+    Vec<T> sums = Vec<T>::Zero(cols_);
+    for (size_t l = 0; l < slices_.size(); ++l)
+      forEachSliceEntry(slices_[l], share(l), [&](Eigen::Index, Eigen::Index j, T a) { sums(j) += a; });
+    return sums;
+  }
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
     std::vector<PlanEntry<T>> all;
     for (size_t l = 0; l < slices_.size(); ++l) addSliceEntries(slices_[l], share(l), all);
@@ -88,6 +93,7 @@ class SlicedPlan final : public TransportPlan<T> {
  private:
   T share(size_t l) const { return T(rows_) * weights_(Eigen::Index(l)); }  // n_q·w_l
   Mat<T> product(const Mat<T>& M, Eigen::Index outRows, bool transposed) const {
+    if (transposed) std::call_once(byColumnFormed_, [&] { byColumn_ = sliceRows(slices_, weights_, rows_, cols_, true); });
     const std::optional<SliceRows<T>>& indexed = transposed ? byColumn_ : byRow_;
     if (indexed) return sliceRowsProduct(*indexed, M);
     return slicedBlockProduct(slices_, weights_, rows_, M, outRows, transposed);
@@ -96,7 +102,9 @@ class SlicedPlan final : public TransportPlan<T> {
   std::vector<HardSlice> slices_;
   Vec<T> weights_;
   Eigen::Index rows_, cols_;
-  std::optional<SliceRows<T>> byRow_, byColumn_;  // empty when the slices tie too much
+  std::optional<SliceRows<T>> byRow_;  // empty when the slices tie too much
+  mutable std::once_flag byColumnFormed_;
+  mutable std::optional<SliceRows<T>> byColumn_;  // as byRow_, formed by the first Aᵀ·W
 };
 
 }  // namespace tl
