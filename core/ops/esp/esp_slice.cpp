@@ -173,10 +173,10 @@ void forEachCostPair(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Visit
 }
 
 // Σ coefficient·‖x − y‖² over pairs of rows of n features. p = 2 needs no root, so no pair is added across on
-// its own: each pair's squares are summed as a packet in T (two partial packets) and that packet added, in
-// double, into one packet of lane sums, added across once at the end. Double as the device's partial sums
-// are: the lanes gather up to n_q·n_k terms, and float32 lanes would lose digits that the slice weights
-// (softmax(−tau·D)) amplify by tau·D.
+// its own: each pair's squares are summed as a packet in T and that packet, weighted in double, added into lane
+// sums (added across once at the end; even and odd pairs into separate lanes, so that consecutive pairs do not
+// wait on each other's sums). Double as the device's partial sums are: the lanes gather up to n_q·n_k terms,
+// and float32 lanes would lose digits that the slice weights (softmax(−tau·D)) amplify by tau·D.
 template <class T>
 class WeightedSquaredDistances {
  public:
@@ -200,12 +200,14 @@ class WeightedSquaredDistances {
     alignas(64) T pairSums[kWidth];
     pstore(pairSums, padd(partial[0], partial[1]));
     for (; c < n_; ++c) pairSums[0] += (x[c] - y[c]) * (x[c] - y[c]);
+    double* lanes = laneSums_[pairs_++ & 1];
 #pragma omp simd
-    for (Eigen::Index lane = 0; lane < kWidth; ++lane) laneSums_[lane] += coefficient * double(pairSums[lane]);
+    for (Eigen::Index lane = 0; lane < kWidth; ++lane) lanes[lane] += coefficient * double(pairSums[lane]);
   }
   T total() const {
     double sum = 0;
-    for (double lane : laneSums_) sum += lane;
+    for (const auto& lanes : laneSums_)
+      for (double lane : lanes) sum += lane;
     return T(sum);
   }
 
@@ -213,7 +215,8 @@ class WeightedSquaredDistances {
   using Packet = typename Eigen::internal::packet_traits<T>::type;
   static constexpr Eigen::Index kWidth = Eigen::internal::packet_traits<T>::size;
   Eigen::Index n_;
-  double laneSums_[kWidth] = {};
+  std::size_t pairs_ = 0;
+  double laneSums_[2][kWidth] = {};
 };
 
 }  // namespace esp_slice_detail
@@ -245,6 +248,23 @@ void addSliceEntries(const HardSlice& s, T scale, std::vector<PlanEntry<T>>& ent
   forEachSliceEntry(s, scale, [&](Eigen::Index i, Eigen::Index j, T a) { entries.push_back({i, j, a}); });
 }
 
+namespace {
+
+// out[0, n) += scale·row[0, n), one fused multiply-add per entry: the arithmetic of the indexed product
+// (slice_rows.h sliceRowProduct), which sums the same terms in the same order in registers.
+template <class T>
+void addScaledRow(T* out, T scale, const T* row, Eigen::Index n) {
+  using namespace Eigen::internal;
+  using Packet = typename packet_traits<T>::type;
+  constexpr Eigen::Index W = packet_traits<T>::size;
+  const Packet s = pset1<Packet>(scale);
+  Eigen::Index c = 0;
+  for (; c + W <= n; c += W) pstoreu(out + c, pmadd(s, ploadu<Packet>(row + c), ploadu<Packet>(out + c)));
+  for (; c < n; ++c) out[c] = std::fma(scale, row[c], out[c]);
+}
+
+}  // namespace
+
 template <class T>
 void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& output, bool transposed) {
   Vec<T> sourceSum(V.cols());
@@ -258,7 +278,7 @@ void addSliceProduct(const HardSlice& s, T scale, const Mat<T>& V, Mat<T>& outpu
     const int s0 = transposed ? q0 : k0, s1 = transposed ? q1 : k1;
     const int t0 = transposed ? k0 : q0, t1 = transposed ? k1 : q1;
     if (s1 - s0 == 1 && t1 - t0 == 1) {  // the common block, one token each side: no sum to form
-      output.row(targetOrder[t0]) += entry * V.row(sourceOrder[s0]);
+      addScaledRow(output.row(targetOrder[t0]).data(), entry, V.row(sourceOrder[s0]).data(), V.cols());
       continue;
     }
     sourceSum.setZero();

@@ -15,6 +15,7 @@
 // two); up to kEntriesPerPair entries per rank pair on average are indexed, and beyond that (a slice where
 // most tokens tie: n² pairs in the worst case) the plan keeps the block loops of esp_slice.h.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <vector>
@@ -118,28 +119,50 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   return out;
 }
 
+// out[c, c + Packets·W) ← Σ over entries [first, last) of value·M(index, c …), summed in registers and stored
+// once (summed in the output row, every entry would wait on the store of the one before).
+template <int Packets, class T>
+void sliceRowColumns(const SliceRows<T>& a, Eigen::Index first, Eigen::Index last, const Mat<T>& M, Eigen::Index c,
+                     T* out) {
+  using namespace Eigen::internal;
+  using Packet = typename packet_traits<T>::type;
+  constexpr Eigen::Index W = packet_traits<T>::size, kPrefetchDistance = 8;  // entries ahead
+  Packet sum[Packets];
+  for (int k = 0; k < Packets; ++k) sum[k] = pset1<Packet>(T(0));
+  for (Eigen::Index e = first; e < last; ++e) {
+    if (c == 0 && e + kPrefetchDistance < last) prefetchRow(M, a.entries[size_t(e + kPrefetchDistance)].index);
+    const Packet value = pset1<Packet>(a.entries[size_t(e)].value);
+    const T* row = M.data() + Eigen::Index(a.entries[size_t(e)].index) * M.cols() + c;
+    for (int k = 0; k < Packets; ++k) sum[k] = pmadd(value, ploadu<Packet>(row + k * W), sum[k]);
+  }
+  for (int k = 0; k < Packets; ++k) pstoreu(out + c + k * W, sum[k]);
+}
+
+// out[0, M.cols()) ← row r of the product, Σ over the row's entries of value·M.row(index) in entry order: by
+// blocks of four packets of columns, then single packets, then single columns. Each term is one fused
+// multiply-add, as in the block loops' addScaledRow (esp_slice.cpp), so where no slice ties both give the same
+// bits.
+template <class T>
+void sliceRowProduct(const SliceRows<T>& a, Eigen::Index r, const Mat<T>& M, T* out) {
+  constexpr Eigen::Index W = Eigen::internal::packet_traits<T>::size;
+  const Eigen::Index first = a.start[size_t(r)], last = a.start[size_t(r) + 1], columns = M.cols();
+  Eigen::Index c = 0;
+  for (; c + 4 * W <= columns; c += 4 * W) sliceRowColumns<4>(a, first, last, M, c, out);
+  for (; c + W <= columns; c += W) sliceRowColumns<1>(a, first, last, M, c, out);
+  for (; c < columns; ++c) {
+    T sum = 0;
+    for (Eigen::Index e = first; e < last; ++e) sum = std::fma(a.entries[size_t(e)].value, M(a.entries[size_t(e)].index, c), sum);
+    out[c] = sum;
+  }
+}
+
 // The rows × M.cols() product of these rows with M (A·M, or Aᵀ·M when they were built transposed), rows split
 // across threads.
 template <class T>
 Mat<T> sliceRowsProduct(const SliceRows<T>& a, const Mat<T>& M) {
-  constexpr Eigen::Index kPrefetchDistance = 16;  // entries ahead: their rows of M are read in no order
   Mat<T> out(a.rows(), M.cols());
-  const Eigen::Index columns = M.cols();
-  const double work = double(a.entries.size()) * double(columns);
-  parallelFor(a.rows(), work, [&](Eigen::Index first, Eigen::Index end) {
-    for (Eigen::Index r = first; r < end; ++r) {
-      T* __restrict row = out.row(r).data();
-      std::fill(row, row + columns, T(0));
-      const Eigen::Index last = a.start[size_t(r) + 1];
-      for (Eigen::Index e = a.start[size_t(r)]; e < last; ++e) {
-        if (e + kPrefetchDistance < Eigen::Index(a.entries.size()))
-          prefetchRow(M, a.entries[size_t(e + kPrefetchDistance)].index);
-        const T value = a.entries[size_t(e)].value;
-        const T* __restrict source = M.row(a.entries[size_t(e)].index).data();
-#pragma omp simd
-        for (Eigen::Index c = 0; c < columns; ++c) row[c] += value * source[c];
-      }
-    }
+  parallelFor(a.rows(), double(a.entries.size()) * double(M.cols()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index r = first; r < end; ++r) sliceRowProduct(a, r, M, out.row(r).data());
   });
   return out;
 }
