@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/argsort.h"
-#include "common/prefetch_row.h"
 #include "cuda/esp_math.h"
 
 namespace tl {
@@ -150,90 +149,101 @@ HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> qu
   return s;
 }
 
-namespace esp_slice_detail {  // named: sliceCost's lambdas hold these types
+namespace {
 
-// visit(q, k, coefficient) for every pair of rows the slice couples, with D_l = Σ coefficient·‖q − k‖^p: a
-// block's mass spread over its |g_q|·|g_k| pairs.
-template <class T, class Visit>
-void forEachCostPair(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Visit&& visit) {
-  constexpr std::size_t kPrefetchDistance = 8;  // blocks ahead
+// sum.add(q, k, coefficient) for every pair of rows the slice couples, with D_l = Σ coefficient·‖q − k‖^p (a
+// block's mass spread over its |g_q|·|g_k| pairs), into a copy of `sum` that is returned: a local the
+// compiler keeps in registers, where a sum reached by reference went through memory on every pair.
+template <class T, class Sum>
+Sum sumOverCostPairs(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Sum sum) {
   for (std::size_t i = 0; i < s.blocks.size(); ++i) {
-    if (i + kPrefetchDistance < s.blocks.size()) {
-      const auto& ahead = s.blocks[i + kPrefetchDistance];
-      prefetchRow(Q, s.queryOrder[size_t(s.queryGroupStart[ahead.queryGroup])]);
-      prefetchRow(K, s.keyOrder[size_t(s.keyGroupStart[ahead.keyGroup])]);
-    }
     const auto& b = s.blocks[i];
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
     const double coefficient = b.mass / double((q1 - q0) * (k1 - k0));
     for (int r = q0; r < q1; ++r)
-      for (int c = k0; c < k1; ++c) visit(Q.row(s.queryOrder[r]).data(), K.row(s.keyOrder[c]).data(), coefficient);
+      for (int c = k0; c < k1; ++c) sum.add(Q.row(s.queryOrder[r]).data(), K.row(s.keyOrder[c]).data(), coefficient);
   }
+  return sum;
 }
 
 // Σ coefficient·‖x − y‖² over pairs of rows of n features. p = 2 needs no root, so no pair is added across on
-// its own: each pair's squares are summed as a packet in T and that packet, weighted in double, added into lane
-// sums (added across once at the end; even and odd pairs into separate lanes, so that consecutive pairs do not
-// wait on each other's sums). Double as the device's partial sums are: the lanes gather up to n_q·n_k terms,
-// and float32 lanes would lose digits that the slice weights (softmax(−tau·D)) amplify by tau·D.
+// its own: the squares of consecutive pairs of one coefficient (all of them without ties, n_q = n_k) go into
+// two packets of partial sums in T, and every kPairsPerChunk pairs, or when the coefficient changes, those
+// are added across and, times the coefficient in double, into the total. Double as the device's partial sums
+// are: the slice gathers up to n_q·n_k terms, and float32 would lose digits that the slice weights
+// (softmax(−tau·D)) amplify by tau·D.
 template <class T>
 class WeightedSquaredDistances {
  public:
-  explicit WeightedSquaredDistances(Eigen::Index n) : n_(n) {}
+  explicit WeightedSquaredDistances(Eigen::Index n) : n_(n) { restartChunk(); }
   void add(const T* x, const T* y, double coefficient) {
     using namespace Eigen::internal;
+    if (coefficient != coefficient_ || pairs_ == kPairsPerChunk) {
+      closeChunk();
+      coefficient_ = coefficient;
+    }
+    ++pairs_;
     auto square = [&](Eigen::Index c, Packet& partial) {
       const Packet difference = psub(ploadu<Packet>(x + c), ploadu<Packet>(y + c));
       partial = pmadd(difference, difference, partial);
     };
-    Packet partial[2] = {pset1<Packet>(T(0)), pset1<Packet>(T(0))};
     Eigen::Index c = 0;
     for (; c + 2 * kWidth <= n_; c += 2 * kWidth) {
-      square(c, partial[0]);
-      square(c + kWidth, partial[1]);
+      square(c, partial_[0]);
+      square(c + kWidth, partial_[1]);
     }
     if (c + kWidth <= n_) {
-      square(c, partial[0]);
+      square(c, partial_[0]);
       c += kWidth;
     }
-    alignas(64) T pairSums[kWidth];
-    pstore(pairSums, padd(partial[0], partial[1]));
-    for (; c < n_; ++c) pairSums[0] += (x[c] - y[c]) * (x[c] - y[c]);
-    double* lanes = laneSums_[pairs_++ & 1];
-#pragma omp simd
-    for (Eigen::Index lane = 0; lane < kWidth; ++lane) lanes[lane] += coefficient * double(pairSums[lane]);
+    for (; c < n_; ++c) tail_ += (x[c] - y[c]) * (x[c] - y[c]);
   }
-  T total() const {
-    double sum = 0;
-    for (const auto& lanes : laneSums_)
-      for (double lane : lanes) sum += lane;
-    return T(sum);
+  T total() {
+    closeChunk();
+    return T(total_);
   }
 
  private:
   using Packet = typename Eigen::internal::packet_traits<T>::type;
   static constexpr Eigen::Index kWidth = Eigen::internal::packet_traits<T>::size;
+  static constexpr int kPairsPerChunk = 16;
+
+  void restartChunk() {
+    partial_[0] = partial_[1] = Eigen::internal::pset1<Packet>(T(0));
+    tail_ = 0;
+    pairs_ = 0;
+  }
+  void closeChunk() {
+    if (pairs_ > 0)
+      total_ += coefficient_ * double(Eigen::internal::predux(Eigen::internal::padd(partial_[0], partial_[1])) + tail_);
+    restartChunk();
+  }
+
   Eigen::Index n_;
-  std::size_t pairs_ = 0;
-  double laneSums_[2][kWidth] = {};
+  Packet partial_[2];
+  T tail_;
+  int pairs_;
+  double coefficient_ = 0, total_ = 0;
 };
 
-}  // namespace esp_slice_detail
+// Σ coefficient·‖x − y‖^p for other p: each pair's own root or power, summed in double.
+template <class T>
+struct WeightedGroundCosts {
+  Eigen::Index n;
+  double p, sum = 0;
+  void add(const T* x, const T* y, double coefficient) {
+    sum += coefficient * double(groundCost<T>(squaredDistance(x, y, n), p));
+  }
+  T total() const { return T(sum); }
+};
+
+}  // namespace
 
 template <class T>
 T sliceCost(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, double p) {
-  using namespace esp_slice_detail;
-  if (p == 2) {
-    WeightedSquaredDistances<T> sum(Q.cols());
-    forEachCostPair(s, Q, K, [&](const T* q, const T* k, double coefficient) { sum.add(q, k, coefficient); });
-    return sum.total();
-  }
-  double total = 0;
-  forEachCostPair(s, Q, K, [&](const T* q, const T* k, double coefficient) {
-    total += coefficient * double(groundCost<T>(squaredDistance(q, k, Q.cols()), p));
-  });
-  return T(total);
+  if (p == 2) return sumOverCostPairs(s, Q, K, WeightedSquaredDistances<T>(Q.cols())).total();
+  return sumOverCostPairs(s, Q, K, WeightedGroundCosts<T>{Q.cols(), p}).total();
 }
 
 template <class T>
