@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 
+#include "common/parallel.h"
 #include "ops/esp/esp.h"
 #include "ops/esp/sliced_plan.h"
 #include "ops/marginals.h"
@@ -13,9 +14,12 @@ namespace {
 
 template <class T>
 Mat<T> matchingsMatrix(const std::vector<HardSlice>& slices, Eigen::Index nq) {
-  Mat<T> m(Eigen::Index(slices.size()), nq);
-  for (size_t l = 0; l < slices.size(); ++l)
-    for (Eigen::Index i = 0; i < nq; ++i) m(Eigen::Index(l), i) = T(slices[l].matching[i]);
+  const auto L = Eigen::Index(slices.size());
+  Mat<T> m(L, nq);
+  parallelFor(L, double(L) * double(nq), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index l = first; l < end; ++l)
+      for (Eigen::Index i = 0; i < nq; ++i) m(l, i) = T(slices[size_t(l)].matching[size_t(i)]);
+  });
   return m;
 }
 

@@ -40,15 +40,16 @@ struct SliceRows {
 
 inline constexpr std::size_t kEntriesPerPair = 4;
 
-// True when slice s has exactly one entry in each row: no tie groups, and a coupling that joins each rank of
-// the rows' side to one rank of the other (n_q = n_k: Λ = I/n). A slice without tie groups has one block per
-// pair of ranks its coupling joins, the same pairs in every such slice, so `couplingOnePerRow` (read once from
-// one of them) says it for all. (Counting a slice's entries is not enough: with tied queries and the
-// interpolation coupling one key can get two entries while another gets none.)
+// A slice whose every tie group is one token: its blocks are its coupling's entries, one pair each.
 inline bool withoutTieGroups(const HardSlice& s) {
   return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
 }
 
+// True when the untied slices have exactly one entry in each row: a coupling that joins each rank of the rows'
+// side to one rank of the other (n_q = n_k: Λ = I/n). Every untied slice has one block per pair of ranks the
+// coupling joins, the same pairs in all of them, so one of them says it for all. (Counting a slice's entries is
+// not enough: with tied queries and the interpolation coupling one key can get two entries while another gets
+// none.)
 inline bool couplingOnePerRow(const HardSlice& untied, Eigen::Index rows, bool transposed) {
   std::vector<int> entries(size_t(rows), 0);
   for (const HardSlice::Block& b : untied.blocks) ++entries[size_t(transposed ? b.keyGroup : b.queryGroup)];
@@ -69,7 +70,7 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   std::size_t pairs = 0, total = 0;
   for (const HardSlice& s : slices) {
     pairs += s.blocks.size();
-    total += sliceEntryCount(s);
+    total += withoutTieGroups(s) ? s.blocks.size() : sliceEntryCount(s);  // untied: one entry per block
   }
   if (total > kEntriesPerPair * pairs) return std::nullopt;
   SliceRows<T> out;

@@ -50,11 +50,25 @@ class SlicedPlan final : public TransportPlan<T> {
   Mat<T> apply(const Mat<T>& V) const override { return product(V, rows_, false); }
   Mat<T> applyTransposed(const Mat<T>& W) const override { return product(W, cols_, true); }
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
-  // Each column's entries added slice by slice, in the order the index by column lists them: its sums' bits.
+  // Each slice's column sums side by side (the slices on all cores), then added across the slices in slice
+  // order, columns on all cores: wherever a slice puts one entry in a column (every slice without ties), the
+  // bits of the index by column's product with ones.
   Vec<T> columnSums() const override {
-    Vec<T> sums = Vec<T>::Zero(cols_);
-    for (size_t l = 0; l < slices_.size(); ++l)
-      forEachSliceEntry(slices_[l], share(l), [&](Eigen::Index, Eigen::Index j, T a) { sums(j) += a; });
+    const auto L = Eigen::Index(slices_.size());
+    Mat<T> bySlice(L, cols_);
+    parallelFor(L, double(L) * double(cols_), [&](Eigen::Index first, Eigen::Index end) {
+      for (Eigen::Index l = first; l < end; ++l) {
+        auto sums = bySlice.row(l);
+        sums.setZero();
+        forEachSliceEntry(slices_[size_t(l)], share(size_t(l)), [&](Eigen::Index, Eigen::Index j, T a) { sums(j) += a; });
+      }
+    });
+    Vec<T> sums(cols_);
+    parallelFor(cols_, double(L) * double(cols_), [&](Eigen::Index first, Eigen::Index end) {
+      auto part = sums.segment(first, end - first);
+      part.setZero();
+      for (Eigen::Index l = 0; l < L; ++l) part += bySlice.row(l).segment(first, end - first).transpose();
+    });
     return sums;
   }
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
