@@ -15,9 +15,10 @@ template <class T>
 SideError sideError(const Vec<T>& sums, const Vec<T>& target) {
   SideError e;
   if (sums.size() == 0) return e;
-  const auto dev = (sums - target).array().abs().template cast<double>();
-  e.max = dev.maxCoeff();
-  e.mean = dev.mean();
+  // Formed once, in T (as packets), and summed in double: the expression cast to double ran twice, scalar.
+  const Eigen::Array<T, Eigen::Dynamic, 1> deviation = (sums - target).array().abs();
+  e.max = double(deviation.maxCoeff());
+  e.mean = deviation.template cast<double>().mean();
   return e;
 }
 
