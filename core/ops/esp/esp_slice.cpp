@@ -141,10 +141,8 @@ HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> qu
     s.queryGroupStart = singletonStarts(int(queryProjection.size()));
     s.keyGroupStart = singletonStarts(int(keyProjection.size()));
   }
-  const bool withoutTies = s.queryGroupStart.size() == s.queryOrder.size() + 1 &&
-                           s.keyGroupStart.size() == s.keyOrder.size() + 1;
-  s.blocks = withoutTies ? rankBlocks(coupling)
-                         : groupBlocks(coupling, groupOfRank(s.queryGroupStart), groupOfRank(s.keyGroupStart));
+  s.blocks = withoutTieGroups(s) ? rankBlocks(coupling)
+                                  : groupBlocks(coupling, groupOfRank(s.queryGroupStart), groupOfRank(s.keyGroupStart));
   s.matching = breakRuleMatching(coupling, s.queryOrder, s.keyOrder);
   return s;
 }

@@ -60,6 +60,12 @@ void forEachSliceEntry(const HardSlice& s, T scale, Visit&& visit) {
   }
 }
 
+// True when every tie group of the slice is one token (ties=break, or no equal projections): its blocks are the
+// coupling's entries, one pair each.
+inline bool withoutTieGroups(const HardSlice& s) {
+  return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
+}
+
 // Entries of U_l, counted without visiting them: Σ over blocks of |g_q|·|g_k|.
 inline std::size_t sliceEntryCount(const HardSlice& s) {
   std::size_t count = 0;

@@ -40,11 +40,6 @@ struct SliceRows {
 
 inline constexpr std::size_t kEntriesPerPair = 4;
 
-// A slice whose every tie group is one token: its blocks are its coupling's entries, one pair each.
-inline bool withoutTieGroups(const HardSlice& s) {
-  return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
-}
-
 // True when the untied slices have exactly one entry in each row: a coupling that joins each rank of the rows'
 // side to one rank of the other (n_q = n_k: Λ = I/n). Every untied slice has one block per pair of ranks the
 // coupling joins, the same pairs in all of them, so one of them says it for all. (Counting a slice's entries is
