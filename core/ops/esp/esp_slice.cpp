@@ -149,12 +149,26 @@ HardSlice hardSliceFromOrders(const Vec<T>& queryProjection, std::vector<int> qu
 
 namespace {
 
+// Above this much of Q and K together, a slice's pairs ask for the rows of the pair kPrefetchDistance blocks ahead:
+// the rows then come from L3 or memory, in the projections' order. One thread on the AMD EPYC development VM (1 MiB
+// L2 per core), float32, best of six runs of the lazy path: 335 → 271 ms at n = 32768; float64 at n = 8192: 52.7 →
+// 48.4 ms. Below it the rows stay in L2 and the prefetches only cost instructions (n = 1024: 7 % slower), and
+// float64 at n = 4096 (4 MiB) gained nothing.
+constexpr std::size_t kPrefetchAboveBytes = std::size_t(4) << 20;
+
 // sum.add(q, k, coefficient) for every pair of rows the slice couples, with D_l = Σ coefficient·‖q − k‖^p (a
 // block's mass spread over its |g_q|·|g_k| pairs), into a copy of `sum` that is returned: a local the
 // compiler keeps in registers, where a sum reached by reference went through memory on every pair.
 template <class T, class Sum>
 Sum sumOverCostPairs(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Sum sum) {
+  constexpr std::size_t kPrefetchDistance = 8;  // blocks ahead
+  const bool prefetch = std::size_t(Q.size() + K.size()) * sizeof(T) > kPrefetchAboveBytes;
   for (std::size_t i = 0; i < s.blocks.size(); ++i) {
+    if (prefetch && i + kPrefetchDistance < s.blocks.size()) {
+      const auto& ahead = s.blocks[i + kPrefetchDistance];
+      prefetchRow(Q, s.queryOrder[s.queryGroupStart[ahead.queryGroup]]);
+      prefetchRow(K, s.keyOrder[s.keyGroupStart[ahead.keyGroup]]);
+    }
     const auto& b = s.blocks[i];
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];

@@ -66,6 +66,14 @@ inline bool withoutTieGroups(const HardSlice& s) {
   return s.queryGroupStart.size() == s.queryOrder.size() + 1 && s.keyGroupStart.size() == s.keyOrder.size() + 1;
 }
 
+// Asks for every cache line of row i of M ahead of its use: a slice pairs rows of Q, K and V in the order of
+// its projections, which the hardware prefetcher cannot guess.
+template <class T>
+void prefetchRow(const Mat<T>& M, Eigen::Index i) {
+  const char* row = reinterpret_cast<const char*>(M.data() + i * M.cols());
+  for (std::size_t byte = 0; byte < std::size_t(M.cols()) * sizeof(T); byte += 64) __builtin_prefetch(row + byte);
+}
+
 // Entries of U_l, counted without visiting them: Σ over blocks of |g_q|·|g_k|.
 inline std::size_t sliceEntryCount(const HardSlice& s) {
   std::size_t count = 0;

@@ -114,14 +114,6 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   return out;
 }
 
-// Asks for every cache line of row i of M ahead of its use: a row's entries gather the keys its slices
-// matched, an order the hardware prefetcher cannot guess.
-template <class T>
-void prefetchRow(const Mat<T>& M, Eigen::Index i) {
-  const char* row = reinterpret_cast<const char*>(M.data() + i * M.cols());
-  for (std::size_t byte = 0; byte < std::size_t(M.cols()) * sizeof(T); byte += 64) __builtin_prefetch(row + byte);
-}
-
 // out[c, c + Packets·W) ← Σ over entries [first, last) of value·M(index, c …), summed in registers and stored
 // once (summed in the output row, every entry would wait on the store of the one before).
 template <int Packets, class T>
