@@ -44,7 +44,8 @@ CommandLine benchCommandLine() {
        {"precision", "f64|f32", "computation precision (default f64)"},
        {"threads", "N", "threads of the C++ path and of the PyTorch reference (default: every core)"},
        {"floor", "", "also measure this CPU's floor (vectorised exp, streaming read, multiply-add peak; 1 thread "
-                     "and --threads) and report each operator's time as a multiple of it"},
+                     "and --threads, then around each operator's timing) and report each operator's time as a "
+                     "multiple of the faster floor around it"},
        {"lazy", "", "time O = A·V without the n×n plan (families with a lazy path: banded, esp hard, lot)"},
        {"backward", "", "time the banded backward (one --op banded:...,tail_steps=2): one-reference vs direct "
                         "four-plan schedule, and each against the forward (default --precision f32, --repeats 5)"},
@@ -140,18 +141,20 @@ struct BenchRow {
   std::vector<double> cppSeconds;
   std::optional<double> referenceSeconds;
   std::optional<std::string> referenceError;  // the reference ran but could not time this row: why
-  // With --floor: the operator's time over one exp pass over the n × n scores, and, where its least work is known
-  // (least_work.h), the floor of that work: its exponentials and streamed entries alone (floorSeconds), and with
-  // its products at the multiply-add peak (workFloorSeconds).
+  // With --floor: the machine's floor measured just before and just after this row's timing, and the faster of
+  // the two (fasterOf), which the ratios use; the operator's time over one exp pass over the n × n scores, and,
+  // where its least work is known (least_work.h), the floor of that work: its exponentials and streamed entries
+  // alone (floorSeconds), and with its products at the multiply-add peak (workFloorSeconds).
+  std::optional<CpuFloor> floorBefore, floorAfter, floor;
   std::optional<double> expPassEquivalents, floorSeconds, workFloorSeconds;
 };
 
-void printTable(const std::vector<BenchRow>& rows) {
+void printTable(const std::vector<BenchRow>& rows, Precision precision) {
   size_t width = 8;
   for (const auto& row : rows) width = std::max(width, row.op.size());
   const bool floor = !rows.empty() && rows.front().expPassEquivalents;
   std::printf("%-*s %7s %12s %12s %10s", int(width), "operator", "n", "C++ ms", "torch ms", "torch/C++");
-  std::printf(floor ? " %11s %11s %11s\n" : "\n", "exp passes", "x floor", "x work");
+  std::printf(floor ? " %11s %11s %11s %10s\n" : "\n", "exp passes", "x floor", "x work", "exp ns");
   for (const auto& row : rows) {
     const double cpp = median(row.cppSeconds);
     std::printf("%-*s %7d %12.3f", int(width), row.op.c_str(), row.n, 1e3 * cpp);
@@ -165,6 +168,7 @@ void printTable(const std::vector<BenchRow>& rows) {
         std::printf(" %11.2f %11.2f", cpp / *row.floorSeconds, cpp / *row.workFloorSeconds);
       else
         std::printf(" %11s %11s", "-", "-");
+      std::printf(" %10.3f", 1e9 / (precision == Precision::F64 ? row.floor->expPerSecond64 : row.floor->expPerSecond32));
     }
     std::printf("\n");
   }
@@ -205,6 +209,10 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
       entry["ratio_reference_over_cpp"] = *row.referenceSeconds / median(row.cppSeconds);
     }
     if (row.referenceError) entry["reference_error"] = *row.referenceError;
+    if (row.floor) {
+      entry["floor"] = floorJson(*row.floor);
+      entry["floor_measured"] = {floorJson(*row.floorBefore), floorJson(*row.floorAfter)};
+    }
     if (row.expPassEquivalents) entry["exp_pass_equivalents"] = *row.expPassEquivalents;
     if (row.floorSeconds) {
       entry["floor_seconds"] = *row.floorSeconds;
@@ -306,9 +314,14 @@ int benchCommand(const Args& args) {
       row.op = labels[s];
       row.resolved = request.ops[s];
       row.n = n;
+      if (withFloor) row.floorBefore = measureCpuFloor(threads, request.repeats);
       row.cppSeconds = precision == Precision::F64
                            ? timeOperator<double>(*op, n, request.d, request.repeats, request.lazy)
                            : timeOperator<float>(*op, n, request.d, request.repeats, request.lazy);
+      if (withFloor) {
+        row.floorAfter = measureCpuFloor(threads, request.repeats);
+        row.floor = fasterOf(*row.floorBefore, *row.floorAfter);
+      }
       rows.push_back(std::move(row));
     }
   }
@@ -322,8 +335,8 @@ int benchCommand(const Args& args) {
     BenchRow& row = rows[r];
     row.referenceSeconds = reference.medianSeconds(row.resolved, row.n);
     row.referenceError = reference.rowError(row.resolved, row.n);
-    if (floors.empty()) continue;
-    const CpuFloor& floor = floors.back();  // measured with the threads the operators used
+    if (!row.floor) continue;
+    const CpuFloor& floor = *row.floor;  // measured around this row's timing, with the threads the operators used
     const double cpp = median(row.cppSeconds);
     row.expPassEquivalents = cpp / floor.expAndStreamSeconds({double(row.n) * row.n, 0, 0}, bytes);
     if (const auto work = leastWork(specs[r / request.sizes.size()], row.n, request.d)) {
@@ -343,7 +356,10 @@ int benchCommand(const Args& args) {
                   reference.report.value("threads", 0));
     else
       std::printf("reference: not run (%s)\n", reference.reason.c_str());
-    printTable(rows);
+    printTable(rows, precision);
+    if (withFloor)
+      std::printf("x floor, x work and exp ns: each row against the faster of two floors measured with %d thread(s) "
+                  "just before and just after its timing\n", request.threads);
   }
   if (const auto file = cl.get("json"))
     writeFileAtomically(*file, benchJson(rows, request, reference, floors).dump(2) + "\n");

@@ -1,5 +1,6 @@
 #include "cpu_floor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -138,6 +139,16 @@ CpuFloor measureCpuFloor(int threads, int repeats) {
   floor.streamBytesPerSecond = streamBytesPerSecond(repeats);
   floor.multiplyAddFlops32 = multiplyAddFlops<float>(repeats);
   floor.multiplyAddFlops64 = multiplyAddFlops<double>(repeats);
+  return floor;
+}
+
+CpuFloor fasterOf(const CpuFloor& before, const CpuFloor& after) {
+  CpuFloor floor = before;
+  floor.expPerSecond32 = std::max(before.expPerSecond32, after.expPerSecond32);
+  floor.expPerSecond64 = std::max(before.expPerSecond64, after.expPerSecond64);
+  floor.streamBytesPerSecond = std::max(before.streamBytesPerSecond, after.streamBytesPerSecond);
+  floor.multiplyAddFlops32 = std::max(before.multiplyAddFlops32, after.multiplyAddFlops32);
+  floor.multiplyAddFlops64 = std::max(before.multiplyAddFlops64, after.multiplyAddFlops64);
   return floor;
 }
 

@@ -31,6 +31,12 @@ struct CpuFloor {
 // Measures the floor with `threads` threads (median of `repeats` timings of each kernel).
 CpuFloor measureCpuFloor(int threads, int repeats);
 
+// Each throughput the larger of the two measurements: the floor of a timing bracketed by `before` and `after`.
+// A virtual machine's speed changes for seconds at a time (docs/cli.md#bench), so a floor measured once per run
+// may come from a slower or faster moment than an operator's timing; the faster of the two around it never
+// flatters the operator.
+CpuFloor fasterOf(const CpuFloor& before, const CpuFloor& after);
+
 // The CPU model, the SIMD sets this build uses and the ones the CPU offers, for the bench JSON.
 nlohmann::json cpuDescription();
 

@@ -117,8 +117,9 @@ TEST(TlensBench, ARowTheReferenceCannotTimeSaysWhy) {
   expectMentions(run.out, {"reference could not time asap:features=raw", "sliced-potential"});
 }
 
-// --floor: the CPU's exp, streaming and multiply-add throughput in the JSON, and each row's time over the floor of
-// its least work (least_work.h), at the default float64:
+// --floor: the CPU's exp, streaming and multiply-add throughput in the JSON, at the start and around each row's
+// timing, and each row's time over the floor of its least work (least_work.h) at the faster of the two floors
+// around it, at the default float64:
 // - Sinkhorn T = 3: ⌊T/2⌋ + 2 = 3 exp passes over n × n (its row half-steps, the last for the open marginal, and
 //   the plan) and its two products (QKᵀ and A·V, n·n·d multiply-adds each);
 // - ASAP-0: 2 passes (the key-side closure and the plan) and the same products;
@@ -139,19 +140,12 @@ TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
   EXPECT_EQ(report["cpp_threads"].get<int>(), 1);
   EXPECT_FALSE(report["machine"]["build_simd"].get<std::string>().empty());
   ASSERT_EQ(report["floor"].size(), 1u);  // one thread asked: no second, all-thread floor
-  const auto& floor = report["floor"][0];
-  EXPECT_EQ(floor["threads"].get<int>(), 1);
-  for (const char* key : {"exp_per_second_f32", "exp_per_second_f64", "stream_gb_per_second",
-                          "multiply_add_gflops_f32", "multiply_add_gflops_f64"})
-    EXPECT_GT(floor[key].get<double>(), 0.0) << key;
-  EXPECT_NEAR(floor["exp_ns_f64"].get<double>() * floor["exp_per_second_f64"].get<double>(), 1e9, 1e-3);
-  const double expSeconds = 1 / floor["exp_per_second_f64"].get<double>();
-  const double streamSeconds = 8 / (floor["stream_gb_per_second"].get<double>() * 1e9);
-  const double multiplyAddSeconds = 2 / (floor["multiply_add_gflops_f64"].get<double>() * 1e9);
-  // The floor of `exponentials` and `streamed` entries: the exp or the memory traffic, whichever takes longer.
-  auto floorOf = [&](double exponentials, double streamed) {
-    return std::max(exponentials * expSeconds, (exponentials + streamed) * streamSeconds);
-  };
+  const char* throughputs[] = {"exp_per_second_f32", "exp_per_second_f64", "stream_gb_per_second",
+                               "multiply_add_gflops_f32", "multiply_add_gflops_f64"};
+  const auto& startFloor = report["floor"][0];
+  EXPECT_EQ(startFloor["threads"].get<int>(), 1);
+  for (const char* key : throughputs) EXPECT_GT(startFloor[key].get<double>(), 0.0) << key;
+  EXPECT_NEAR(startFloor["exp_ns_f64"].get<double>() * startFloor["exp_per_second_f64"].get<double>(), 1e9, 1e-3);
   const auto& results = report["results"];
   ASSERT_EQ(results.size(), 5u);
   const double entries = 16 * 16, denseProducts = 2.0 * 16 * 16 * 4;
@@ -166,6 +160,22 @@ TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
     const auto& row = results[i];
     SCOPED_TRACE(expected[i].op);
     ASSERT_EQ(row["op"].get<std::string>(), expected[i].op);
+    // The row's floor: of the two measured around its timing, the larger of each throughput.
+    const auto& floor = row["floor"];
+    ASSERT_EQ(row["floor_measured"].size(), 2u);
+    EXPECT_EQ(floor["threads"].get<int>(), 1);
+    for (const char* key : throughputs) {
+      const double before = row["floor_measured"][0][key].get<double>(), after = row["floor_measured"][1][key].get<double>();
+      EXPECT_GT(std::min(before, after), 0.0) << key;
+      EXPECT_EQ(floor[key].get<double>(), std::max(before, after)) << key;
+    }
+    const double expSeconds = 1 / floor["exp_per_second_f64"].get<double>();
+    const double streamSeconds = 8 / (floor["stream_gb_per_second"].get<double>() * 1e9);
+    const double multiplyAddSeconds = 2 / (floor["multiply_add_gflops_f64"].get<double>() * 1e9);
+    // The floor of `exponentials` and `streamed` entries: the exp or the memory traffic, whichever takes longer.
+    auto floorOf = [&](double exponentials, double streamed) {
+      return std::max(exponentials * expSeconds, (exponentials + streamed) * streamSeconds);
+    };
     const double cpp = row["cpp_median_seconds"].get<double>();
     EXPECT_NEAR(cpp / row["exp_pass_equivalents"].get<double>(), floorOf(entries, 0), 1e-9 * floorOf(entries, 0));
     const double floorSeconds = floorOf(expected[i].exponentials, expected[i].streamed);
