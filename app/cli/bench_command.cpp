@@ -141,12 +141,18 @@ struct BenchRow {
   std::vector<double> cppSeconds;
   std::optional<double> referenceSeconds;
   std::optional<std::string> referenceError;  // the reference ran but could not time this row: why
-  // With --floor: the machine's floor measured just before and just after this row's timing, and the faster of
-  // the two (fasterOf), which the ratios use; the operator's time over one exp pass over the n × n scores, and,
-  // where its least work is known (least_work.h), the floor of that work: its exponentials and streamed entries
-  // alone (floorSeconds), and with its products at the multiply-add peak (workFloorSeconds).
-  std::optional<CpuFloor> floorBefore, floorAfter, floor;
+  // With --floor: the machine's floor measured just before and just after this row's timing; the operator's time
+  // over one exp pass over the n × n scores, and, where its least work is known (least_work.h), the floor of that
+  // work: its exponentials and streamed entries alone (floorSeconds), and with its products at the multiply-add
+  // peak (workFloorSeconds), all at floor().
+  std::vector<CpuFloor> floorsAround;
   std::optional<double> expPassEquivalents, floorSeconds, workFloorSeconds;
+
+  // The floor the ratios use: the faster of the two around the timing (fasterOf); none without --floor.
+  std::optional<CpuFloor> floor() const {
+    if (floorsAround.empty()) return std::nullopt;
+    return fasterOf(floorsAround.front(), floorsAround.back());
+  }
 };
 
 void printTable(const std::vector<BenchRow>& rows, Precision precision) {
@@ -168,7 +174,8 @@ void printTable(const std::vector<BenchRow>& rows, Precision precision) {
         std::printf(" %11.2f %11.2f", cpp / *row.floorSeconds, cpp / *row.workFloorSeconds);
       else
         std::printf(" %11s %11s", "-", "-");
-      std::printf(" %10.3f", 1e9 / (precision == Precision::F64 ? row.floor->expPerSecond64 : row.floor->expPerSecond32));
+      const CpuFloor floor = *row.floor();
+      std::printf(" %10.3f", 1e9 / (precision == Precision::F64 ? floor.expPerSecond64 : floor.expPerSecond32));
     }
     std::printf("\n");
   }
@@ -209,9 +216,9 @@ nlohmann::json benchJson(const std::vector<BenchRow>& rows, const ReferenceBench
       entry["ratio_reference_over_cpp"] = *row.referenceSeconds / median(row.cppSeconds);
     }
     if (row.referenceError) entry["reference_error"] = *row.referenceError;
-    if (row.floor) {
-      entry["floor"] = floorJson(*row.floor);
-      entry["floor_measured"] = {floorJson(*row.floorBefore), floorJson(*row.floorAfter)};
+    if (const auto floor = row.floor()) {
+      entry["floor"] = floorJson(*floor);
+      entry["floor_measured"] = floorsJson(row.floorsAround);
     }
     if (row.expPassEquivalents) entry["exp_pass_equivalents"] = *row.expPassEquivalents;
     if (row.floorSeconds) {
@@ -314,14 +321,11 @@ int benchCommand(const Args& args) {
       row.op = labels[s];
       row.resolved = request.ops[s];
       row.n = n;
-      if (withFloor) row.floorBefore = measureCpuFloor(threads, request.repeats);
+      if (withFloor) row.floorsAround.push_back(measureCpuFloor(threads, request.repeats));
       row.cppSeconds = precision == Precision::F64
                            ? timeOperator<double>(*op, n, request.d, request.repeats, request.lazy)
                            : timeOperator<float>(*op, n, request.d, request.repeats, request.lazy);
-      if (withFloor) {
-        row.floorAfter = measureCpuFloor(threads, request.repeats);
-        row.floor = fasterOf(*row.floorBefore, *row.floorAfter);
-      }
+      if (withFloor) row.floorsAround.push_back(measureCpuFloor(threads, request.repeats));
       rows.push_back(std::move(row));
     }
   }
@@ -335,8 +339,9 @@ int benchCommand(const Args& args) {
     BenchRow& row = rows[r];
     row.referenceSeconds = reference.medianSeconds(row.resolved, row.n);
     row.referenceError = reference.rowError(row.resolved, row.n);
-    if (!row.floor) continue;
-    const CpuFloor& floor = *row.floor;  // measured around this row's timing, with the threads the operators used
+    const std::optional<CpuFloor> rowFloor = row.floor();  // around its timing, with the threads the operators used
+    if (!rowFloor) continue;
+    const CpuFloor& floor = *rowFloor;
     const double cpp = median(row.cppSeconds);
     row.expPassEquivalents = cpp / floor.expAndStreamSeconds({double(row.n) * row.n, 0, 0}, bytes);
     if (const auto work = leastWork(specs[r / request.sizes.size()], row.n, request.d)) {

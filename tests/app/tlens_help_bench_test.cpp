@@ -165,7 +165,8 @@ TEST(TlensBench, FloorRecordsTheMachineAndEachOperatorsMultipleOfIt) {
     ASSERT_EQ(row["floor_measured"].size(), 2u);
     EXPECT_EQ(floor["threads"].get<int>(), 1);
     for (const char* key : throughputs) {
-      const double before = row["floor_measured"][0][key].get<double>(), after = row["floor_measured"][1][key].get<double>();
+      const double before = row["floor_measured"][0][key].get<double>();
+      const double after = row["floor_measured"][1][key].get<double>();
       EXPECT_GT(std::min(before, after), 0.0) << key;
       EXPECT_EQ(floor[key].get<double>(), std::max(before, after)) << key;
     }

@@ -84,7 +84,8 @@ HardSlices<T> hardSlices(const AttentionInput<T>& in, const EspParams& p, Feedba
   parallelFor(theta.rows(), double(theta.rows()) * tokens * (8 * std::log2(tokens + 2) + double(Q.cols())),
               [&](Eigen::Index first, Eigen::Index end) {
                 for (Eigen::Index l = first; l < end; ++l) {
-                  h.slices[size_t(l)] = hardSlice<T>(projQ.row(l).transpose(), projK.row(l).transpose(), coupling, p.ties);
+                  h.slices[size_t(l)] =
+                      hardSlice<T>(projQ.row(l).transpose(), projK.row(l).transpose(), coupling, p.ties);
                   h.costs(l) = sliceCost(h.slices[size_t(l)], Q, K, p.costExponent());
                 }
               });

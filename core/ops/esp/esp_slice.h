@@ -74,8 +74,9 @@ void prefetchRow(const Mat<T>& M, Eigen::Index i) {
   for (std::size_t byte = 0; byte < std::size_t(M.cols()) * sizeof(T); byte += 64) __builtin_prefetch(row + byte);
 }
 
-// Entries of U_l, counted without visiting them: Σ over blocks of |g_q|·|g_k|.
+// Entries of U_l, counted without visiting them: Σ over blocks of |g_q|·|g_k| (one per block without ties).
 inline std::size_t sliceEntryCount(const HardSlice& s) {
+  if (withoutTieGroups(s)) return s.blocks.size();
   std::size_t count = 0;
   for (const auto& b : s.blocks)
     count += std::size_t(s.queryGroupStart[b.queryGroup + 1] - s.queryGroupStart[b.queryGroup]) *

@@ -65,7 +65,7 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   std::size_t pairs = 0, total = 0;
   for (const HardSlice& s : slices) {
     pairs += s.blocks.size();
-    total += withoutTieGroups(s) ? s.blocks.size() : sliceEntryCount(s);  // untied: one entry per block
+    total += sliceEntryCount(s);
   }
   if (total > kEntriesPerPair * pairs) return std::nullopt;
   SliceRows<T> out;

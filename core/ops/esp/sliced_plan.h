@@ -60,7 +60,8 @@ class SlicedPlan final : public TransportPlan<T> {
       for (Eigen::Index l = first; l < end; ++l) {
         auto sums = bySlice.row(l);
         sums.setZero();
-        forEachSliceEntry(slices_[size_t(l)], share(size_t(l)), [&](Eigen::Index, Eigen::Index j, T a) { sums(j) += a; });
+        forEachSliceEntry(slices_[size_t(l)], share(size_t(l)),
+                          [&](Eigen::Index, Eigen::Index j, T a) { sums(j) += a; });
       }
     });
     Vec<T> sums(cols_);
