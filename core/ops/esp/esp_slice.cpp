@@ -21,26 +21,34 @@ std::vector<int> ascendingOrder(const Vec<T>& values) {
   return order;
 }
 
-// First rank of each run of exactly equal values, plus the n sentinel; counts tokens in runs longer than 1.
+std::vector<int> singletonStarts(int n) {
+  std::vector<int> starts(n + 1);
+  std::iota(starts.begin(), starts.end(), 0);
+  return starts;
+}
+
+// First rank of each run of exactly equal values, plus the n sentinel; counts tokens in runs longer than 1. The
+// values are gathered in rank order first and searched for any equal neighbours: both loops vectorise, and most
+// slices have no tie, so their groups are the ranks themselves.
 template <class T>
 std::vector<int> tieGroupStarts(const Vec<T>& values, const std::vector<int>& order, int& tiedTokens) {
   const int n = int(order.size());
+  thread_local std::vector<T> sorted;
+  sorted.resize(size_t(n));
+  for (int r = 0; r < n; ++r) sorted[size_t(r)] = values(order[size_t(r)]);
+  bool anyTie = false;
+  for (int r = 1; r < n; ++r) anyTie |= sorted[size_t(r)] == sorted[size_t(r - 1)];
+  if (!anyTie) return singletonStarts(n);
   std::vector<int> starts(size_t(n) + 1);
   int groups = 0;
   for (int r = 0; r < n; ++r) {
-    if (r > 0 && values(order[r]) == values(order[r - 1])) continue;
+    if (r > 0 && sorted[size_t(r)] == sorted[size_t(r - 1)]) continue;
     if (groups > 0 && r - starts[size_t(groups - 1)] > 1) tiedTokens += r - starts[size_t(groups - 1)];
     starts[size_t(groups++)] = r;
   }
   if (groups > 0 && n - starts[size_t(groups - 1)] > 1) tiedTokens += n - starts[size_t(groups - 1)];
   starts[size_t(groups++)] = n;
   starts.resize(size_t(groups));
-  return starts;
-}
-
-std::vector<int> singletonStarts(int n) {
-  std::vector<int> starts(n + 1);
-  std::iota(starts.begin(), starts.end(), 0);
   return starts;
 }
 
@@ -163,6 +171,19 @@ template <class T, class Sum>
 Sum sumOverCostPairs(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Sum sum) {
   constexpr std::size_t kPrefetchDistance = 8;  // blocks ahead
   const bool prefetch = std::size_t(Q.size() + K.size()) * sizeof(T) > kPrefetchAboveBytes;
+  if (withoutTieGroups(s)) {
+    // Every group is one rank, so a block is one pair of ranks with its whole mass: the same pairs and
+    // coefficients as the loop below, without its group bounds and division per pair.
+    for (std::size_t i = 0; i < s.blocks.size(); ++i) {
+      if (prefetch && i + kPrefetchDistance < s.blocks.size()) {
+        prefetchRow(Q, s.queryOrder[size_t(s.blocks[i + kPrefetchDistance].queryGroup)]);
+        prefetchRow(K, s.keyOrder[size_t(s.blocks[i + kPrefetchDistance].keyGroup)]);
+      }
+      const auto& b = s.blocks[i];
+      sum.add(Q.row(s.queryOrder[size_t(b.queryGroup)]).data(), K.row(s.keyOrder[size_t(b.keyGroup)]).data(), b.mass);
+    }
+    return sum;
+  }
   for (std::size_t i = 0; i < s.blocks.size(); ++i) {
     if (prefetch && i + kPrefetchDistance < s.blocks.size()) {
       const auto& ahead = s.blocks[i + kPrefetchDistance];
