@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -29,6 +30,9 @@ namespace tl {
 template <class T>
 struct SliceRows {
   struct Entry {
+    // Left unset when made: the index's L·n entries are each written once, after the vector is sized.
+    Entry() {}  // NOLINT(modernize-use-equals-default): `= default` would zero them in resize
+    Entry(int index, T value) : index(index), value(value) {}
     int index;  // the key (by row) or the query (transposed)
     T value;    // n_q·w_l·Λ mass of the pair
   };
@@ -49,6 +53,20 @@ inline bool couplingOnePerRow(const HardSlice& untied, Eigen::Index rows, bool t
   std::vector<int> entries(size_t(rows), 0);
   for (const HardSlice::Block& b : untied.blocks) ++entries[size_t(transposed ? b.keyGroup : b.queryGroup)];
   return std::all_of(entries.begin(), entries.end(), [](int count) { return count == 1; });
+}
+
+// True when every pair of ranks the coupling joins has the same mass (n_q = n_k: 1/n), as an untied slice's
+// blocks, one per pair, show.
+inline bool couplingOfOneMass(const HardSlice& untied) {
+  return std::all_of(untied.blocks.begin(), untied.blocks.end(),
+                     [&](const HardSlice::Block& b) { return b.mass == untied.blocks.front().mass; });
+}
+
+// An untied slice's entry with share n_q·w_l when the coupling is of one mass: forEachSliceEntry's for a block of
+// one pair (its division by 1·1 is exact).
+template <class T>
+T onePairEntry(const HardSlice& untied, T share) {
+  return share * T(untied.blocks.front().mass);
 }
 
 // The entries of Σ_l n_q·w_l·U_l by query row (by key column with `transposed`), each row's in slice order (a
@@ -74,17 +92,24 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   const auto L = Eigen::Index(slices.size());
   const auto firstUntied = std::find_if(slices.begin(), slices.end(), withoutTieGroups);
   const bool untiedOnePerRow = firstUntied != slices.end() && couplingOnePerRow(*firstUntied, rows, transposed);
+  // By query row, such a slice's one entry in row i is the key its break-rule matching gives i (the only key
+  // i's rank is coupled to), and when every pair of the coupling has the same mass all its entries are one
+  // value: the slice's entries are then placed row after row, reading the matching in order, where the walk
+  // over the slice's pairs scatters them across all rows.
+  const bool untiedByMatching = untiedOnePerRow && !transposed && couplingOfOneMass(*firstUntied);
   std::vector<char> onePerRow(static_cast<size_t>(L));
   for (Eigen::Index l = 0; l < L; ++l) onePerRow[size_t(l)] = untiedOnePerRow && withoutTieGroups(slices[size_t(l)]);
 
-  std::vector<int> before(size_t(L) * size_t(rows), 0);
-  auto offsets = [&](Eigen::Index l) { return before.data() + l * rows; };
+  // Only counted slices read their counts before writing them: each zeroes its own, on its core.
+  const std::unique_ptr<int[]> before(new int[size_t(L) * size_t(rows)]);
+  auto offsets = [&](Eigen::Index l) { return before.get() + l * rows; };
   const T noScale = T(1);
   parallelFor(L, double(total), [&](Eigen::Index first, Eigen::Index end) {
     for (Eigen::Index l = first; l < end; ++l) {
       int* count = offsets(l);
-      if (!onePerRow[size_t(l)])
-        forEachSliceEntry(slices[size_t(l)], noScale, [&](Eigen::Index i, Eigen::Index j, T) { ++count[transposed ? j : i]; });
+      if (onePerRow[size_t(l)]) continue;
+      std::fill(count, count + rows, 0);
+      forEachSliceEntry(slices[size_t(l)], noScale, [&](Eigen::Index i, Eigen::Index j, T) { ++count[transposed ? j : i]; });
     }
   });
   out.start.assign(size_t(rows) + 1, 0);
@@ -102,8 +127,27 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   });
   for (size_t r = 0; r < size_t(rows); ++r) out.start[r + 1] += out.start[r];
   out.entries.resize(total);
+  if (untiedByMatching) {
+    // Tiles of rows whose entries stay in L2 while every slice adds its entry to each of them.
+    constexpr Eigen::Index kTileRows = 256;
+    const Eigen::Index tiles = (rows + kTileRows - 1) / kTileRows;
+    parallelFor(tiles, double(L) * double(rows), [&](Eigen::Index firstTile, Eigen::Index endTile) {
+      for (Eigen::Index tile = firstTile; tile < endTile; ++tile) {
+        const Eigen::Index begin = tile * kTileRows, end = std::min(rows, begin + kTileRows);
+        for (Eigen::Index l = 0; l < L; ++l) {
+          if (!onePerRow[size_t(l)]) continue;
+          const HardSlice& s = slices[size_t(l)];
+          const T value = onePairEntry(s, T(nq) * weights(l));
+          const int* offset = offsets(l);
+          for (Eigen::Index r = begin; r < end; ++r)
+            out.entries[size_t(out.start[size_t(r)] + offset[r])] = {s.matching[size_t(r)], value};
+        }
+      }
+    });
+  }
   parallelFor(L, double(total), [&](Eigen::Index first, Eigen::Index end) {
     for (Eigen::Index l = first; l < end; ++l) {
+      if (untiedByMatching && onePerRow[size_t(l)]) continue;
       int* offset = offsets(l);
       forEachSliceEntry(slices[size_t(l)], T(nq) * weights(l), [&](Eigen::Index i, Eigen::Index j, T a) {
         const Eigen::Index r = transposed ? j : i;

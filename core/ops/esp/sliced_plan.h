@@ -52,13 +52,21 @@ class SlicedPlan final : public TransportPlan<T> {
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
   // Each slice's column sums side by side (the slices on all cores), then added across the slices in slice
   // order, columns on all cores: wherever a slice puts one entry in a column (every slice without ties), the
-  // bits of the index by column's product with ones.
+  // bits of the index by column's product with ones. An untied slice whose entries are one value, one in each
+  // column, has that value as every sum.
   Vec<T> columnSums() const override {
     const auto L = Eigen::Index(slices_.size());
+    const auto firstUntied = std::find_if(slices_.begin(), slices_.end(), withoutTieGroups);
+    const bool untiedConstant = firstUntied != slices_.end() && couplingOfOneMass(*firstUntied) &&
+                                couplingOnePerRow(*firstUntied, cols_, /*transposed=*/true);
     Mat<T> bySlice(L, cols_);
     parallelFor(L, double(L) * double(cols_), [&](Eigen::Index first, Eigen::Index end) {
       for (Eigen::Index l = first; l < end; ++l) {
         auto sums = bySlice.row(l);
+        if (untiedConstant && withoutTieGroups(slices_[size_t(l)])) {
+          sums.setConstant(onePairEntry(slices_[size_t(l)], share(size_t(l))));
+          continue;
+        }
         sums.setZero();
         forEachSliceEntry(slices_[size_t(l)], share(size_t(l)),
                           [&](Eigen::Index, Eigen::Index j, T a) { sums(j) += a; });
