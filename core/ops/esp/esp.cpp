@@ -4,8 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/errors.h"
@@ -27,9 +28,14 @@ namespace {
 // slice directions θ, which the soft plan and the result's extras use too.
 template <class T>
 struct HardSlices {
-  Mat<T> Q, K, theta;
+  const AttentionInput<T>* input;
+  std::optional<std::pair<Mat<T>, Mat<T>>> scaled;  // compat=reference-code: Q and K scaled by d^{-1/2}
+  Mat<T> theta;
   std::vector<HardSlice> slices;
   Vec<T> costs;
+  // Q and K as ESP compares them: the input's own under compat=paper (not copied: they are read in place).
+  const Mat<T>& Q() const { return scaled ? scaled->first : input->Q; }
+  const Mat<T>& K() const { return scaled ? scaled->second : input->K; }
 };
 
 // s_l = x·θ_l of every slice (rows) and token (columns), each the sum cuda::espProjection forms (one FMA per
@@ -44,9 +50,14 @@ Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
   // The axis slicer's directions are the feature axes, so each projection is a coordinate: x + 0 is bit for bit
   // what the chain below gives (its other terms are exact zeros, and −0 + 0 = +0 there too), without L·d
   // multiply-adds per token.
-  if (slices == d && theta == Mat<T>::Identity(d, d)) return (X.array() + T(0)).matrix().transpose();
-  const Mat<T> thetaT = theta.transpose();  // d × L
   Mat<T> out(slices, X.rows());
+  if (slices == d && theta == Mat<T>::Identity(d, d)) {
+    parallelFor(X.rows(), double(X.size()), [&](Eigen::Index begin, Eigen::Index end) {
+      out.middleCols(begin, end - begin) = (X.middleRows(begin, end - begin).array() + T(0)).matrix().transpose();
+    });
+    return out;
+  }
+  const Mat<T> thetaT = theta.transpose();  // d × L
   const double work = double(X.rows()) * double(slices) * double(d);
   parallelFor(X.rows(), work, [&](Eigen::Index begin, Eigen::Index end) {
     std::vector<T> buffer(static_cast<std::size_t>(slices));
@@ -68,27 +79,24 @@ Mat<T> projections(const Mat<T>& X, const Mat<T>& theta) {
 template <class T>
 HardSlices<T> hardSlices(const AttentionInput<T>& in, const EspParams& p, Feedback& feedback) {
   HardSlices<T> h;
-  std::tie(h.Q, h.K) = espQueriesAndKeys(in, p);
-  h.theta = sliceDirections(p.slices, int(h.Q.cols())).template cast<T>();
-  const Mat<T>& Q = h.Q;
-  const Mat<T>& K = h.K;
+  h.input = &in;
+  if (p.compat == EspCompat::ReferenceCode) h.scaled = espQueriesAndKeys(in, p);
+  const Mat<T>& Q = h.Q();
+  const Mat<T>& K = h.K();
+  h.theta = sliceDirections(p.slices, int(Q.cols())).template cast<T>();
   const Mat<T>& theta = h.theta;
   const Mat<T> projQ = projections(Q, theta), projK = projections(K, theta);  // s^Q_l, s^K_l as rows
   const auto coupling = rankCoupling(int(Q.rows()), int(K.rows()), p.rankCoupling);
   h.slices.resize(size_t(theta.rows()));
   h.costs.resize(theta.rows());
-  // Slices are independent (two sorts and a cost each): split across threads. A cancel is seen before and after
-  // them, since nothing may throw inside a parallel loop.
+  // Slices are independent (two sorts and a cost each), handed out to the cores one at a time: tied slices take
+  // longer, and a core the machine lends elsewhere for a while then holds back fewer slices than a fixed half of
+  // them would. A cancel is seen before and after them.
   feedback.throwIfCanceled();
-  const double tokens = double(Q.rows() + K.rows());
-  parallelFor(theta.rows(), double(theta.rows()) * tokens * (8 * std::log2(tokens + 2) + double(Q.cols())),
-              [&](Eigen::Index first, Eigen::Index end) {
-                for (Eigen::Index l = first; l < end; ++l) {
-                  h.slices[size_t(l)] =
-                      hardSlice<T>(projQ.row(l).transpose(), projK.row(l).transpose(), coupling, p.ties);
-                  h.costs(l) = sliceCost(h.slices[size_t(l)], Q, K, p.costExponent());
-                }
-              });
+  parallelForEach(theta.rows(), [&](Eigen::Index l) {
+    h.slices[size_t(l)] = hardSlice<T>(projQ.row(l).transpose(), projK.row(l).transpose(), coupling, p.ties);
+    h.costs(l) = sliceCost(h.slices[size_t(l)], Q, K, p.costExponent());
+  });
   feedback.throwIfCanceled();
   return h;
 }
@@ -155,7 +163,7 @@ PlanResult<T> espOnValid(const AttentionInput<T>& in, const EspParams& p, Feedba
   PlanResult<T> r = hardEspResult<T>(std::move(hard.slices), hard.costs, hard.theta, p.tau, nq, nk);
   if (p.sort == SortMode::Soft) {
     checkDenseSize(std::max(nq, nk), std::max(nq, nk), sizeof(T), "ESP SoftSort");
-    SoftPlan<T> soft = softPlan(hard.Q, hard.K, hard.theta, p, feedback);
+    SoftPlan<T> soft = softPlan(hard.Q(), hard.K(), hard.theta, p, feedback);
     r.extras[EspExtras::hardDistance] =
         Mat<T>::Constant(1, 1, (soft.plan - r.plan.structure()->materialize()).cwiseAbs().maxCoeff());
     r.plan = std::move(soft.plan);
