@@ -8,6 +8,7 @@
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
+#include "common/streaming_store.h"
 #include "ops/log_domain.h"
 
 namespace tl {
@@ -242,14 +243,13 @@ Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eige
   // Each row written once, its zeros with its band, by the thread that owns it: no separate pass to clear P.
   parallelFor(count, double(count) * double(nk_), [&](Eigen::Index begin, Eigen::Index end) {
     Eigen::Matrix<T, 1, Eigen::Dynamic> a(band_.cols());
-    for (Eigen::Index r = begin; r < end; ++r) {
+    writeDenseRows(P, begin, end, [&](Eigen::Index r, T* row) {
       const auto [j0, width] = bandPlanRow(*this, first + r, ut, vt, scale, a);
-      T* row = P.row(r).data();
       const Eigen::Index bandStart = width > 0 ? j0 : nk_;
       std::fill(row, row + bandStart, T(0));
-      if (width > 0) P.row(r).segment(j0, width) = a.head(width);
+      std::copy(a.data(), a.data() + width, row + bandStart);
       std::fill(row + std::min(nk_, bandStart + width), row + nk_, T(0));
-    }
+    });
   });
   return P;
 }

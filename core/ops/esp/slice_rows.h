@@ -23,6 +23,7 @@
 
 #include "common/matrix.h"
 #include "common/parallel.h"
+#include "common/streaming_store.h"
 #include "ops/esp/esp_slice.h"
 
 namespace tl {
@@ -206,17 +207,16 @@ Mat<T> sliceRowsProduct(const SliceRows<T>& a, const Mat<T>& M) {
   return out;
 }
 
-// Rows [first, first + count) of the dense matrix (the plan when built by row), rows split across threads:
-// each row zeroed and its entries added while it is in cache.
+// Rows [first, first + count) of the dense matrix (the plan when built by row), rows split across threads: each
+// row zeroed and its entries added while it is in cache (common/streaming_store.h).
 template <class T>
 void sliceRowsDense(const SliceRows<T>& a, Eigen::Index first, Mat<T>& block) {
   parallelFor(block.rows(), double(block.rows()) * double(a.cols), [&](Eigen::Index begin, Eigen::Index end) {
-    for (Eigen::Index r = begin; r < end; ++r) {
-      T* row = block.row(r).data();
+    writeDenseRows(block, begin, end, [&](Eigen::Index r, T* row) {
       std::fill(row, row + a.cols, T(0));
       for (Eigen::Index e = a.start[size_t(first + r)]; e < a.start[size_t(first + r) + 1]; ++e)
         row[a.entries[size_t(e)].index] += a.entries[size_t(e)].value;
-    }
+    });
   });
 }
 
