@@ -15,10 +15,11 @@ template <class T>
 SideError sideError(const Vec<T>& sums, const Vec<T>& target) {
   SideError e;
   if (sums.size() == 0) return e;
-  // Formed once, in T (as packets), and summed in double: the expression cast to double ran twice, scalar.
-  const Eigen::Array<T, Eigen::Dynamic, 1> deviation = (sums - target).array().abs();
-  e.max = double(deviation.maxCoeff());
-  e.mean = deviation.template cast<double>().mean();
+  // Formed once, in double, then reduced as packets: a reduction of the cast expression ran one scalar add
+  // after another.
+  const Eigen::Array<double, Eigen::Dynamic, 1> deviation = (sums - target).array().abs().template cast<double>();
+  e.max = deviation.maxCoeff();
+  e.mean = deviation.mean();
   return e;
 }
 
