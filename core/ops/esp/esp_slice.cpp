@@ -171,19 +171,9 @@ template <class T, class Sum>
 Sum sumOverCostPairs(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Sum sum) {
   constexpr std::size_t kPrefetchDistance = 8;  // blocks ahead
   const bool prefetch = std::size_t(Q.size() + K.size()) * sizeof(T) > kPrefetchAboveBytes;
-  if (withoutTieGroups(s)) {
-    // Every group is one rank, so a block is one pair of ranks with its whole mass: the same pairs and
-    // coefficients as the loop below, without its group bounds and division per pair.
-    for (std::size_t i = 0; i < s.blocks.size(); ++i) {
-      if (prefetch && i + kPrefetchDistance < s.blocks.size()) {
-        prefetchRow(Q, s.queryOrder[size_t(s.blocks[i + kPrefetchDistance].queryGroup)]);
-        prefetchRow(K, s.keyOrder[size_t(s.blocks[i + kPrefetchDistance].keyGroup)]);
-      }
-      const auto& b = s.blocks[i];
-      sum.add(Q.row(s.queryOrder[size_t(b.queryGroup)]).data(), K.row(s.keyOrder[size_t(b.keyGroup)]).data(), b.mass);
-    }
-    return sum;
-  }
+  // Without ties every group is one rank, so a block is one pair of ranks with its whole mass: no group bounds
+  // to read and no division per pair.
+  const bool untied = withoutTieGroups(s);
   for (std::size_t i = 0; i < s.blocks.size(); ++i) {
     if (prefetch && i + kPrefetchDistance < s.blocks.size()) {
       const auto& ahead = s.blocks[i + kPrefetchDistance];
@@ -191,6 +181,10 @@ Sum sumOverCostPairs(const HardSlice& s, const Mat<T>& Q, const Mat<T>& K, Sum s
       prefetchRow(K, s.keyOrder[s.keyGroupStart[ahead.keyGroup]]);
     }
     const auto& b = s.blocks[i];
+    if (untied) {
+      sum.add(Q.row(s.queryOrder[b.queryGroup]).data(), K.row(s.keyOrder[b.keyGroup]).data(), b.mass);
+      continue;
+    }
     const int q0 = s.queryGroupStart[b.queryGroup], q1 = s.queryGroupStart[b.queryGroup + 1];
     const int k0 = s.keyGroupStart[b.keyGroup], k1 = s.keyGroupStart[b.keyGroup + 1];
     const double coefficient = b.mass / double((q1 - q0) * (k1 - k0));

@@ -56,14 +56,23 @@ inline bool couplingOnePerRow(const HardSlice& untied, Eigen::Index rows, bool t
   return std::all_of(entries.begin(), entries.end(), [](int count) { return count == 1; });
 }
 
-// True when every pair of ranks the coupling joins has the same mass (n_q = n_k: 1/n), as an untied slice's
-// blocks, one per pair, show.
-inline bool couplingOfOneMass(const HardSlice& untied) {
-  return std::all_of(untied.blocks.begin(), untied.blocks.end(),
-                     [&](const HardSlice::Block& b) { return b.mass == untied.blocks.front().mass; });
+// What every untied slice of a call has in common, since they share the coupling: one entry in each row (each
+// column with `transposed`), and, besides, every pair of ranks the coupling joins of the same mass (n_q = n_k: 1/n),
+// so that all of a slice's entries are one value (asked only where the first holds). Both false when no slice is
+// untied.
+struct UntiedSlicesShape {
+  bool onePerRow = false, oneMass = false;
+};
+
+inline UntiedSlicesShape untiedSlicesShape(const std::vector<HardSlice>& slices, Eigen::Index rows, bool transposed) {
+  const auto untied = std::find_if(slices.begin(), slices.end(), withoutTieGroups);
+  if (untied == slices.end() || !couplingOnePerRow(*untied, rows, transposed)) return {};
+  const double mass = untied->blocks.empty() ? 0 : untied->blocks.front().mass;
+  return {true, std::all_of(untied->blocks.begin(), untied->blocks.end(),
+                            [&](const HardSlice::Block& b) { return b.mass == mass; })};
 }
 
-// An untied slice's entry with share n_q·w_l when the coupling is of one mass: forEachSliceEntry's for a block of
+// An untied slice's entry with share n_q·w_l when its coupling is of one mass: forEachSliceEntry's for a block of
 // one pair (its division by 1·1 is exact).
 template <class T>
 T onePairEntry(const HardSlice& untied, T share) {
@@ -91,15 +100,14 @@ std::optional<SliceRows<T>> sliceRows(const std::vector<HardSlice>& slices, cons
   const Eigen::Index rows = transposed ? nk : nq;
   out.cols = transposed ? nq : nk;
   const auto L = Eigen::Index(slices.size());
-  const auto firstUntied = std::find_if(slices.begin(), slices.end(), withoutTieGroups);
-  const bool untiedOnePerRow = firstUntied != slices.end() && couplingOnePerRow(*firstUntied, rows, transposed);
+  const UntiedSlicesShape untied = untiedSlicesShape(slices, rows, transposed);
   // By query row, such a slice's one entry in row i is the key its break-rule matching gives i (the only key
   // i's rank is coupled to), and when every pair of the coupling has the same mass all its entries are one
   // value: the slice's entries are then placed row after row, reading the matching in order, where the walk
   // over the slice's pairs scatters them across all rows.
-  const bool untiedByMatching = untiedOnePerRow && !transposed && couplingOfOneMass(*firstUntied);
+  const bool untiedByMatching = untied.onePerRow && untied.oneMass && !transposed;
   std::vector<char> onePerRow(static_cast<size_t>(L));
-  for (Eigen::Index l = 0; l < L; ++l) onePerRow[size_t(l)] = untiedOnePerRow && withoutTieGroups(slices[size_t(l)]);
+  for (Eigen::Index l = 0; l < L; ++l) onePerRow[size_t(l)] = untied.onePerRow && withoutTieGroups(slices[size_t(l)]);
 
   // Only counted slices read their counts before writing them: each zeroes its own, on its core.
   const std::unique_ptr<int[]> before(new int[size_t(L) * size_t(rows)]);

@@ -56,9 +56,8 @@ class SlicedPlan final : public TransportPlan<T> {
   // column, has that value as every sum.
   Vec<T> columnSums() const override {
     const auto L = Eigen::Index(slices_.size());
-    const auto firstUntied = std::find_if(slices_.begin(), slices_.end(), withoutTieGroups);
-    const bool untiedConstant = firstUntied != slices_.end() && couplingOfOneMass(*firstUntied) &&
-                                couplingOnePerRow(*firstUntied, cols_, /*transposed=*/true);
+    const UntiedSlicesShape untied = untiedSlicesShape(slices_, cols_, /*transposed=*/true);
+    const bool untiedConstant = untied.onePerRow && untied.oneMass;
     Mat<T> bySlice(L, cols_);
     parallelFor(L, double(L) * double(cols_), [&](Eigen::Index first, Eigen::Index end) {
       for (Eigen::Index l = first; l < end; ++l) {
