@@ -9,6 +9,7 @@
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
+#include "common/row_product.h"
 #include "common/streaming_store.h"
 #include "ops/log_domain.h"
 
@@ -35,40 +36,74 @@ std::pair<Eigen::Index, Eigen::Index> bandSlots(Eigen::Index r, Eigen::Index oth
   return {std::max<Eigen::Index>(0, halfWidth - r), std::min<Eigen::Index>(2 * halfWidth, others - 1 - r + halfWidth)};
 }
 
-// log Σ_c exp(x_c(t)) for tokens t in [0, count), where runs(c, first, n, add) calls add(at, x) with the run x of
-// slot c's terms for tokens first + at … first + at + x.size() − 1 (within [first, first + n); none if the slot has
-// no support there). Chunks of kChunk tokens are split across threads; within a chunk, a first sweep over the
-// slots takes each token's maximum and a second sums the exponentials, both as packets across tokens, with no
-// per-token reductions: a band row holds at most 2W + 1 entries, too few to fill packets well. Each token's terms
-// are added in slot order, so the result does not depend on the thread count. A token with no term (no support)
-// or no finite one (inactive) gets −inf: shift 0 (logSumExpShift) and log 0.
+constexpr Eigen::Index kChunk = 256;  // tokens per chunk of a pass by diagonals
+
+// The log-sum-exp of one chunk's tokens [first, first + n): log Σ_c exp(x_c(t)), where runs(c, first, n, add)
+// calls add(at, x) with the run x of slot c's terms for tokens first + at … first + at + x.size() − 1 (none if the
+// slot has no support there). A first sweep over the slots takes each token's maximum and a second sums the
+// exponentials, both as packets across tokens, with no per-token reductions: a band row holds at most 2W + 1
+// entries, too few to fill packets well. Each token's terms are added in slot order. A token with no term (no
+// support) or no finite one (inactive) gets −inf: shift 0 (logSumExpShift) and log 0. Leaves the shifts in
+// `shift` and the sums of exp(x − shift) in `sum` (n entries each); with `kept`, each slot's run of exponentials
+// is also stored there, slot c's term for token first + a at kept[c·kChunk + a].
 template <class T, class Runs>
-Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, Runs&& runs) {
-  constexpr Eigen::Index kChunk = 256;
+void chunkLogSumExp(Eigen::Index first, Eigen::Index n, Eigen::Index slots, const Runs& runs,
+                    Eigen::Array<T, Eigen::Dynamic, 1>& shift, Eigen::Array<T, Eigen::Dynamic, 1>& sum, T* kept) {
+  auto m = shift.head(n);
+  auto total = sum.head(n);
+  m.setConstant(kNegInf<T>);
+  for (Eigen::Index c = 0; c < slots; ++c)
+    runs(c, first, n, [&](Eigen::Index at, const auto& x) {
+      auto slotMax = m.segment(at, x.size());
+      slotMax = slotMax.max(x);
+    });
+  m = (m == kNegInf<T>).select(T(0), m);
+  total.setZero();
+  for (Eigen::Index c = 0; c < slots; ++c)
+    runs(c, first, n, [&](Eigen::Index at, const auto& x) {
+      const Eigen::Index len = x.size();
+      if (!kept) {
+        total.segment(at, len) += exactExp(x - m.segment(at, len));
+        return;
+      }
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> terms(kept + c * kChunk + at, len);
+      terms = exactExp(x - m.segment(at, len));
+      total.segment(at, len) += terms;
+    });
+}
+
+// The log-sum-exp of tokens [0, count) by chunks (chunkLogSumExp), the chunks split across threads; each token's
+// terms are added in slot order, so the result does not depend on the thread count.
+template <class T, class Runs>
+Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, const Runs& runs) {
   Vec<T> out(count);
   const Eigen::Index chunks = (count + kChunk - 1) / kChunk;
   parallelFor(chunks, double(count) * double(slots), [&](Eigen::Index firstChunk, Eigen::Index endChunk) {
-    Eigen::Array<T, Eigen::Dynamic, 1> maxima(kChunk), sums(kChunk);
+    Eigen::Array<T, Eigen::Dynamic, 1> shifts(kChunk), sums(kChunk);
     for (Eigen::Index chunk = firstChunk; chunk < endChunk; ++chunk) {
       const Eigen::Index first = chunk * kChunk, n = std::min(kChunk, count - first);
-      auto m = maxima.head(n);
-      auto sum = sums.head(n);
-      m.setConstant(kNegInf<T>);
-      for (Eigen::Index c = 0; c < slots; ++c)
-        runs(c, first, n, [&](Eigen::Index at, const auto& x) {
-          auto slotMax = m.segment(at, x.size());
-          slotMax = slotMax.max(x);
-        });
-      m = (m == kNegInf<T>).select(T(0), m);
-      sum.setZero();
-      for (Eigen::Index c = 0; c < slots; ++c)
-        runs(c, first, n, [&](Eigen::Index at, const auto& x) {
-          sum.segment(at, x.size()) += exactExp(x - m.segment(at, x.size()));
-        });
-      out.segment(first, n) = (m + sum.log()).matrix();
+      chunkLogSumExp<T>(first, n, slots, runs, shifts, sums, nullptr);
+      out.segment(first, n) = (shifts.head(n) + sums.head(n).log()).matrix();
     }
   });
   return out;
+}
+// Keys [first, end) transposed (d × count, row-major) for the band's score tiles: a tile reads feature k of a run
+// of consecutive keys as packets. `tileCols` zero columns after the last key let a tile run past it, and 16 more
+// keep the rows of features from lying a power of two apart, where they would all share a few L1 cache sets. By
+// blocks of 16 keys, which stay in L1 while their features are spread over the rows (Eigen's transposed copy
+// reads K a column at a time, one cache line per entry).
+template <class T>
+Mat<T> keysTransposed(const Mat<T>& K, Eigen::Index first, Eigen::Index end, Eigen::Index tileCols) {
+  constexpr Eigen::Index kBlock = 16;
+  Mat<T> Kt(K.cols(), end - first + tileCols + 16);
+  Kt.rightCols(tileCols + 16).setZero();
+  for (Eigen::Index j0 = first; j0 < end; j0 += kBlock) {
+    const Eigen::Index count = std::min(kBlock, end - j0);
+    for (Eigen::Index k = 0; k < K.cols(); ++k)
+      for (Eigen::Index j = 0; j < count; ++j) Kt(k, j0 - first + j) = K(j0 + j, k);
+  }
+  return Kt;
 }
 }  // namespace
 
@@ -86,23 +121,50 @@ Mask bandActiveCols(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {
 
 template <class T>
 BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth)
-    : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Mat<T>::Constant(Q.rows(), 2 * halfWidth + 1, kNegInf<T>)) {
-  const T root = std::sqrt(T(Q.cols()));
-  // Row i's scores are one matrix-vector product with the keys it reaches; rows split across threads. Each row
-  // records its largest |score|, +inf if one is not finite, for the overflow check.
+    : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Q.rows(), 2 * halfWidth + 1) {
+  using namespace row_product_detail;
+  constexpr Index kTileCols = kPackets * Eigen::internal::packet_traits<T>::size;
+  const Index d = Q.cols();
+  const T root = std::sqrt(T(d));
+  // A tile of kRows consecutive queries times kTileCols consecutive keys (row_product.h's register tile, each
+  // entry one chain of multiply-adds over the features) covers the band of those rows in a few tiles: a row's
+  // 2W + 1 scores as separate dot products would each end in a horizontal sum. Tiles of rows split across
+  // threads; each row is written whole (its off-support slots −inf), scaled by 1/√d then by 1/eps, and records
+  // its largest |S_ij| (NaN if one is NaN) for the overflow check.
   Vec<T> rowMaxAbs = Vec<T>::Zero(nq_);
-  parallelFor(nq_, double(band_.size()) * double(Q.cols()), [&](Eigen::Index first, Eigen::Index end) {
-    for (Eigen::Index i = first; i < end; ++i) {
-      const Eigen::Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
-      if (width <= 0) continue;
-      auto scores = band_.row(i).segment(b0, width);
-      scores.noalias() = Q.row(i) * K.middleRows(i - W_ + b0, width).transpose();
-      scores /= root;
-      rowMaxAbs(i) = scores.allFinite() ? scores.cwiseAbs().maxCoeff() : std::numeric_limits<T>::infinity();
+  const Index tiles = (nq_ + kRows - 1) / kRows;
+  parallelFor(tiles, double(band_.size()) * double(d), [&](Index firstTile, Index endTile) {
+    const Index firstRow = firstTile * kRows, endRow = std::min(nq_, endTile * kRows);
+    // The keys these rows reach, transposed by this thread.
+    const Index firstKey = std::min(nk_, std::max<Index>(0, firstRow - W_));
+    const Mat<T> Kt = keysTransposed(K, firstKey, std::max(firstKey, std::min(nk_, endRow + W_)), kTileCols);
+    T product[kRows * kTileCols];
+    for (Index i0 = firstRow; i0 < endRow; i0 += kRows) {
+      const Index rows = std::min<Index>(kRows, nq_ - i0);
+      band_.middleRows(i0, rows).setConstant(kNegInf<T>);
+      // The keys any of these rows reaches, kTileCols at a time.
+      const Index lowest = std::max<Index>(0, i0 - W_), end = std::min(nk_, i0 + rows + W_);
+      for (Index c0 = lowest; c0 < end; c0 += kTileCols) {
+        tileOfRows<T, kRows, kPackets>(int(rows), entryPointer(Q, i0, 0), d, 0, d, d, Kt.data() + (c0 - firstKey),
+                                       Kt.cols(), T(1), product, kTileCols);
+        for (Index r = 0; r < rows; ++r) {
+          const Index i = i0 + r;
+          const Index from = std::max(c0, i - W_ + firstSlot(i)), to = std::min(c0 + kTileCols, i - W_ + lastSlot(i) + 1);
+          if (from < to) std::copy(product + r * kTileCols + (from - c0), product + r * kTileCols + (to - c0),
+                                   &band_(i, from - i + W_));
+        }
+      }
+      for (Index i = i0; i < i0 + rows; ++i) {
+        const Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
+        if (width <= 0) continue;
+        auto scores = band_.row(i).segment(b0, width).array();
+        scores /= root;
+        rowMaxAbs(i) = scores.abs().template maxCoeff<Eigen::PropagateNaN>();  // as packets; NaN if one is NaN
+        scores /= eps;
+      }
     }
   });
-  checkScaledScores(rowMaxAbs.maxCoeff(), double(eps));
-  band_ /= eps;  // off-band slots stay −inf
+  checkScaledScores(rowMaxAbs.template maxCoeff<Eigen::PropagateNaN>(), double(eps));
   formDiagonals();
 }
 
@@ -137,10 +199,12 @@ void BandScores<T>::formDiagonals() {
     diagonalStart_[size_t(c) + 1] = diagonalStart_[size_t(c)] + (end - first);
   }
   diagonals_.resize(diagonalStart_.back());
-  for (Eigen::Index c = 0; c < band_.cols(); ++c) {
-    const auto [first, end] = slotRows(c);
-    diagonal(c) = band_.col(c).segment(first, end - first);
-  }
+  parallelFor(band_.cols(), double(band_.size()), [&](Eigen::Index firstSlot, Eigen::Index endSlot) {
+    for (Eigen::Index c = firstSlot; c < endSlot; ++c) {
+      const auto [first, end] = slotRows(c);
+      diagonal(c) = band_.col(c).segment(first, end - first);
+    }
+  });
 }
 
 template <class T>
@@ -156,21 +220,77 @@ Mask BandScores<T>::activeCols() const {
 // Row i: Σ over slots c of exp(X(i, i − W + c) + colShift(i − W + c)); for the chunk's rows in slot c's range, both
 // runs are contiguous in i.
 template <class T>
-Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
-  return diagonalLogSumExp<T>(nq_, band_.cols(), [&](Eigen::Index c, Eigen::Index first, Eigen::Index n, auto&& add) {
+auto BandScores<T>::rowRuns(const Vec<T>& colShift) const {
+  return [this, &colShift](Eigen::Index c, Eigen::Index first, Eigen::Index n, auto&& add) {
     const auto [slotFirst, slotEnd] = slotRows(c);
     const Eigen::Index from = std::max(first, slotFirst), to = std::min(first + n, slotEnd);
     if (from < to)
       add(from - first, diagonal(c).segment(from - slotFirst, to - from).array() +
                             colShift.segment(from - W_ + c, to - from).array());
-  });
+  };
 }
 
 template <class T>
+Vec<T> BandScores<T>::rowLogSumExp(const Vec<T>& colShift) const {
+  return diagonalLogSumExp<T>(nq_, band_.cols(), rowRuns(colShift));
+}
+
+// DenseScores' one pass for both half-steps (log_domain.h, rowClosurePass), by diagonals: a chunk's row
+// exponentials exp(X_ij + colShift_j − m_i), kept from its row sums, times exp(u_i + m_i) are the new plan's
+// entries exp(X_ij + u_i + colShift_j); summed down the columns they give colLse_j = log(sum) − colShift_j, so the
+// column half-step takes no exponential per entry. Each chunk sums into its own columns [first − W, first + n + W)
+// slot by slot, and the chunks' sums are added in chunk order: the result does not depend on the thread count.
+// The exact column pass stands in where the dense pass takes it (a factor not finite, a column sum that may have
+// underflowed) and where a chunk's kept exponentials would not fit in a core's L2 cache (W in the hundreds).
+template <class T>
 RowClosurePass<T> BandScores<T>::rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const {
+  constexpr std::size_t kKeptBytes = std::size_t(1) << 20;
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  const Eigen::Index slots = band_.cols();
   RowClosurePass<T> r;
-  r.rowLse = rowLogSumExp(colShift);
-  r.colLse = colLogSumExp(closure(logRowMarginal, r.rowLse));
+  if (std::size_t(slots * kChunk) * sizeof(T) > kKeptBytes) {
+    r.rowLse = rowLogSumExp(colShift);
+    r.colLse = withMaskedColumns(colLogSumExp(closure(logRowMarginal, r.rowLse)), colShift);
+    return r;
+  }
+  const Eigen::Index chunks = (nq_ + kChunk - 1) / kChunk, reach = kChunk + slots - 1;
+  const auto runs = rowRuns(colShift);
+  r.rowLse.resize(nq_);
+  Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> chunkColSums(reach, chunks);  // column k: chunk k's sums
+  std::vector<char> chunkExact(std::size_t(chunks), 1);
+  parallelFor(chunks, 2 * double(nq_) * double(slots), [&](Eigen::Index firstChunk, Eigen::Index endChunk) {
+    Array shifts(kChunk), sums(kChunk), factors(kChunk), kept(slots * kChunk);
+    for (Eigen::Index chunk = firstChunk; chunk < endChunk; ++chunk) {
+      const Eigen::Index first = chunk * kChunk, n = std::min(kChunk, nq_ - first);
+      chunkLogSumExp<T>(first, n, slots, runs, shifts, sums, kept.data());
+      auto lse = r.rowLse.segment(first, n);
+      lse = (shifts.head(n) + sums.head(n).log()).matrix();
+      // The closure first (no packet access), then the exponentials as packets; 0 on inactive rows (no mass).
+      factors.head(n) = logRowMarginal.segment(first, n).binaryExpr(lse, [](T m, T l) { return closedPotential(m, l); });
+      factors.head(n) = exactExp(factors.head(n) + shifts.head(n));
+      if (!factors.head(n).allFinite()) {
+        chunkExact[std::size_t(chunk)] = 0;
+        continue;
+      }
+      // Slot c's entry for row first + a lies in column first − W + a + c: entry a + c of the chunk's sums.
+      auto colSums = chunkColSums.col(chunk);
+      colSums.setZero();
+      for (Eigen::Index c = 0; c < slots; ++c)
+        runs(c, first, n, [&](Eigen::Index at, const auto& x) {
+          const Eigen::Index len = x.size();
+          colSums.segment(at + c, len) += kept.segment(c * kChunk + at, len) * factors.segment(at, len);
+        });
+    }
+  });
+  const bool exact = std::all_of(chunkExact.begin(), chunkExact.end(), [](char e) { return e != 0; });
+  Array total = Array::Zero(nk_);
+  for (Eigen::Index chunk = 0; chunk < chunks && exact; ++chunk) {
+    const Eigen::Index lowest = chunk * kChunk - W_;  // the column of the chunk's entry 0
+    const Eigen::Index from = std::max<Eigen::Index>(0, -lowest), to = std::min(reach, nk_ - lowest);
+    if (from < to) total.segment(lowest + from, to - from) += chunkColSums.col(chunk).segment(from, to - from);
+  }
+  if (!exact || !columnLseFromSums(total, colShift, r.colLse))
+    r.colLse = withMaskedColumns(colLogSumExp(closure(logRowMarginal, r.rowLse)), colShift);
   return r;
 }
 

@@ -93,18 +93,25 @@ RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const 
       }
     }
   });
-  Eigen::Array<T, 1, Eigen::Dynamic> total = Eigen::Array<T, 1, Eigen::Dynamic>::Zero(nk);
-  for (Eigen::Index b = 0; b < blocks; ++b) total += blockColSums.row(b).array();
-  const T smallest = std::sqrt(std::numeric_limits<T>::min());
-  bool exact = std::all_of(blockExact.begin(), blockExact.end(), [](char e) { return e != 0; });
-  r.colLse.resize(nk);
-  for (Eigen::Index j = 0; j < nk && exact; ++j) {
-    if (colShift(j) == negInf) r.colLse(j) = negInf;
-    else if (total(j) >= smallest) r.colLse(j) = std::log(total(j)) - colShift(j);
-    else exact = false;
-  }
-  if (!exact) r.colLse = colLogSumExp(X, closure(logRowMarginal, r.rowLse));
+  Eigen::Array<T, Eigen::Dynamic, 1> total = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(nk);
+  for (Eigen::Index b = 0; b < blocks; ++b) total += blockColSums.row(b).transpose().array();
+  const bool exact = std::all_of(blockExact.begin(), blockExact.end(), [](char e) { return e != 0; });
+  if (!exact || !columnLseFromSums(total, colShift, r.colLse))
+    r.colLse = withMaskedColumns(colLogSumExp(X, closure(logRowMarginal, r.rowLse)), colShift);
   return r;
+}
+
+template <class T>
+bool columnLseFromSums(const Eigen::Array<T, Eigen::Dynamic, 1>& sums, const Vec<T>& colShift, Vec<T>& colLse) {
+  const T negInf = -std::numeric_limits<T>::infinity(), smallest = std::sqrt(std::numeric_limits<T>::min());
+  const Eigen::Index n = sums.size();
+  // Loops without early exits, which the compiler vectorises (Eigen's any() and select run a token at a time).
+  int inexact = 0;
+  for (Eigen::Index j = 0; j < n; ++j) inexact += int(colShift(j) != negInf) & int(sums(j) < smallest);
+  if (inexact > 0) return false;
+  colLse = (sums.log() - colShift.array()).matrix();  // as packets; NaN where colShift_j = −inf, set next
+  for (Eigen::Index j = 0; j < n; ++j) colLse(j) = colShift(j) == negInf ? negInf : colLse(j);
+  return true;
 }
 
 // With an output, each thread forms its rows in blocks of about kScoreBlockBytes (one core's L2 cache,
@@ -228,6 +235,8 @@ template Vec<float> colLogSumExp(const Mat<float>&, const Vec<float>&);
 template Vec<double> colLogSumExp(const Mat<double>&, const Vec<double>&);
 template RowClosurePass<float> rowClosurePass(const Mat<float>&, const Vec<float>&, const Vec<float>&);
 template RowClosurePass<double> rowClosurePass(const Mat<double>&, const Vec<double>&, const Vec<double>&);
+template bool columnLseFromSums(const Eigen::Array<float, Eigen::Dynamic, 1>&, const Vec<float>&, Vec<float>&);
+template bool columnLseFromSums(const Eigen::Array<double, Eigen::Dynamic, 1>&, const Vec<double>&, Vec<double>&);
 template void expPlan(const Mat<float>&, const Vec<float>&, const Vec<float>&, float, Mat<float>&,
                       const PlanPassExtras<float>&);
 template void expPlan(const Mat<double>&, const Vec<double>&, const Vec<double>&, double, Mat<double>&,

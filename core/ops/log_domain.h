@@ -78,6 +78,22 @@ struct RowClosurePass {
 template <class T>
 RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const Vec<T>& logRowMarginal);
 
+// The end of a row-closure pass: colLse_j = log(sums_j) − colShift_j from the column sums of the new plan's entries
+// exp(X_ij + u_i + colShift_j) that the pass accumulated, −inf where colShift_j = −inf. Returns false, colLse left
+// unspecified, where an active column's sum is below sqrt(T's smallest normal) (its linear sum may have lost
+// precision to underflow): the caller then takes the exact column pass.
+template <class T>
+bool columnLseFromSums(const Eigen::Array<T, Eigen::Dynamic, 1>& sums, const Vec<T>& colShift, Vec<T>& colLse);
+// colLse with −inf on the columns whose shift is −inf (they carry no mass): how a row-closure pass returns them
+// from its exact column pass too, as from its one pass.
+template <class T>
+Vec<T> withMaskedColumns(Vec<T> colLse, const Vec<T>& colShift) {
+  const T negInf = -std::numeric_limits<T>::infinity();
+  for (Eigen::Index j = 0; j < colLse.size(); ++j)
+    if (colShift(j) == negInf) colLse(j) = negInf;
+  return colLse;
+}
+
 // What the pass that forms a plan computes besides it, from each block of rows while it is still in cache: a caller
 // that reports the plan's marginals, or needs its output A·V, reads the n_q × n_k plan no second time for them.
 template <class T>

@@ -58,7 +58,7 @@ class BandScores {
 
   Vec<T> rowLogSumExp(const Vec<T>& colShift) const;
   Vec<T> colLogSumExp(const Vec<T>& rowShift) const;
-  // DenseScores' pair of half-steps, here as two passes over the band.
+  // DenseScores' pair of half-steps from one pass over the band (two where W is in the hundreds).
   RowClosurePass<T> rowClosurePass(const Vec<T>& colShift, const Vec<T>& logRowMarginal) const;
   // Rows [first, first + count) of the dense plan (display only): O(count·(n_k + W)).
   Mat<T> planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first, Eigen::Index count) const;
@@ -82,6 +82,9 @@ class BandScores {
   // The band by diagonals, for the log-sum-exp passes: slot c's support entries X(i, i − W + c) for its rows
   // [slotRows(c)), one contiguous run each, so a pass reads each slot once for many tokens at once.
   std::pair<Eigen::Index, Eigen::Index> slotRows(Eigen::Index c) const;
+  // runs(c, first, n, add) for the row log-sum-exp over colShift: add(at, x) with slot c's terms for rows first + at …
+  // (band_scores.cpp).
+  auto rowRuns(const Vec<T>& colShift) const;
   void formDiagonals();
   auto diagonal(Eigen::Index c) { return diagonals_.segment(diagonalStart_[size_t(c)], diagonalLength(c)); }
   auto diagonal(Eigen::Index c) const { return diagonals_.segment(diagonalStart_[size_t(c)], diagonalLength(c)); }

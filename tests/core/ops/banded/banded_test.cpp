@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "common/parallel.h"
@@ -110,6 +113,65 @@ TEST(BandScores, ThreadedPassesMatchMaskedDenseScores) {
   setParallelThreads(threadsBefore);
   EXPECT_EQ(rows[0], rows[1]);
   EXPECT_EQ(cols[0], cols[1]);
+}
+
+// Score tiles of several key panels per row tile (W = 40: a tile of rows reaches 86 keys) and an odd feature count.
+TEST(BandScores, WideBandsMatchMaskedDenseScores) { expectBandMatchesMaskedDense(300, 280, 40); }
+
+// rowClosurePass on the band: the row LSE over colShift and the column LSE over the closure u = logMu − rowLse it
+// sets, from one pass (W = 16; chunks of 256 rows, each summing its own columns) and from two passes where a
+// chunk's exponentials would not fit its buffer (W = 300 in float64). On rectangles with inactive rows, an
+// inactive row (log marginal −inf) and a masked column (shift −inf: LSE −inf, no mass): the row LSE has the bits of
+// rowLogSumExp, the column LSE matches colLogSumExp over u to rounding, and both have the same bits on 1 and 2
+// threads.
+template <class T>
+void expectRowClosurePassMatchesTwoPasses(int nq, int nk, int W, double tolerance) {
+  const BandScores<T> band(gaussian(nq, 8, 7).cast<T>(), gaussian(nk, 8, 8).cast<T>(), T(0.5), W);
+  Vec<T> colShift = gaussian(nk, 1, 9).col(0).cast<T>(), logMu = Vec<T>::Constant(nq, -std::log(T(nq)));
+  colShift(5) = -std::numeric_limits<T>::infinity();
+  logMu(3) = -std::numeric_limits<T>::infinity();
+  for (int i = 0; i < nq; ++i)
+    if (!band.activeRows()(i)) logMu(i) = -std::numeric_limits<T>::infinity();
+  const int threadsBefore = parallelThreads();
+  std::vector<RowClosurePass<T>> passes;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " thread(s), W = " + std::to_string(W));
+    setParallelThreads(threads);
+    passes.push_back(band.rowClosurePass(colShift, logMu));
+    const Vec<T> rowLse = band.rowLogSumExp(colShift);
+    EXPECT_TRUE(test::matricesIdentical(passes.back().rowLse, rowLse));
+    Vec<T> colLse = band.colLogSumExp(closure(logMu, rowLse));
+    colLse(5) = -std::numeric_limits<T>::infinity();
+    EXPECT_TRUE(matricesNear(passes.back().colLse, colLse, tolerance));
+  }
+  setParallelThreads(threadsBefore);
+  EXPECT_TRUE(test::matricesIdentical(passes[0].colLse, passes[1].colLse));
+}
+
+TEST(BandScores, RowClosurePassGivesTheRowAndNextColumnLogSumExps) {
+  expectRowClosurePassMatchesTwoPasses<double>(1300, 1100, 16, 1e-12);
+  expectRowClosurePassMatchesTwoPasses<double>(1100, 1300, 16, 1e-12);
+  expectRowClosurePassMatchesTwoPasses<float>(1300, 1100, 16, 1e-4);
+  expectRowClosurePassMatchesTwoPasses<double>(700, 650, 300, 1e-12);
+}
+
+// A column whose band entries lie 200 (float32) or 800 (float64) below every row's maximum sums to 0 from the kept
+// exponentials; the pass then gives the exact column LSE (colLogSumExp over u, the same bits), finite there.
+TEST(BandScores, RowClosurePassFallsBackWhereTheColumnSumsUnderflow) {
+  auto check = [](auto zero, double below) {
+    using T = decltype(zero);
+    const Eigen::Index n = 600, W = 10, column = 300;
+    Mat<T> scores = gaussian(n, 2 * W + 1, 10).cast<T>();
+    for (Eigen::Index i = column - W; i <= column + W; ++i) scores(i, column - i + W) -= T(below);
+    const BandScores<T> band(scores, n, W);
+    const Vec<T> colShift = Vec<T>::Zero(n), logMu = Vec<T>::Constant(n, -std::log(T(n)));
+    const RowClosurePass<T> pass = band.rowClosurePass(colShift, logMu);
+    const Vec<T> exact = band.colLogSumExp(Vec<T>(logMu - pass.rowLse));
+    EXPECT_TRUE(std::isfinite(pass.colLse(column))) << pass.colLse(column);
+    EXPECT_TRUE(test::matricesIdentical(pass.colLse, exact));
+  };
+  check(0.0f, 200.0);
+  check(0.0, 800.0);
 }
 
 // With a band covering everything, banded Sinkhorn is Sinkhorn with budget T = 2·(base + tail).
