@@ -104,8 +104,15 @@ void addGeneratedFiles(OperatorSpec& spec, int d, const std::string& dir, int in
   }
 }
 
+// Untimed calls before the timed ones, for at least this long (and at least one): a process can run small
+// parallel operations several times slower for its first fraction of a second (PyTorch's LOT reference on two
+// threads took 7× its later time per call for about 0.25 s), which one warm-up call does not cover. The
+// reference (scripts/reference/bench_reference.py) warms up the same way.
+constexpr double kWarmUpSeconds = 0.5;
+
 // Times the operator call only (scores, normalisations, output, its own diagnostics, and the dense plan; with
-// `lazy` the output A·V alone, Operator::lazyOutput, as the reference's --lazy), after one untimed warm-up run.
+// `lazy` the output A·V alone, Operator::lazyOutput, as the reference's --lazy), after kWarmUpSeconds of untimed
+// runs.
 template <class T>
 std::vector<double> timeOperator(const Operator& op, int n, int d, int repeats, bool lazy) {
   const AttentionInput<T> input = gaussianHead<T>(n, d, 0);
@@ -115,7 +122,9 @@ std::vector<double> timeOperator(const Operator& op, int n, int d, int repeats, 
     else
       (void)op.run(input, noFeedback()).plan.dense();
   };
-  once();
+  const auto warmUpStart = std::chrono::steady_clock::now();
+  do once();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - warmUpStart).count() < kWarmUpSeconds);
   std::vector<double> seconds;
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
