@@ -49,7 +49,9 @@ template <class T>
 void setMarginalTargets(const Vec<T>& logMu, const Vec<T>& logNu, T scale, PlanResult<T>& r) {
   static constexpr T negInf = -std::numeric_limits<T>::infinity();
   auto targetOf = [scale](const Vec<T>& logMarginal) -> Vec<T> {
-    return (logMarginal.array() == negInf).select(T(0), scale * logMarginal.array().exp()).matrix();
+    // The exponentials first, as packets (a select around them would take one scalar exp per token).
+    const Eigen::Array<T, Eigen::Dynamic, 1> mass = scale * exactExp(logMarginal.array());
+    return (logMarginal.array() == negInf).select(T(0), mass).matrix();
   };
   r.rowTarget = targetOf(logMu);
   r.colTarget = targetOf(logNu);
@@ -78,6 +80,32 @@ Vec<T> marginalSums(const Vec<T>& potential, const Vec<T>& lse, T scale) {
   return (potential.array() == negInf<T>).select(T(0), sums).matrix();
 }
 
+constexpr Eigen::Index kTokenBlock = 256;  // tokens per block of a side's bookkeeping: its buffers stay in L1
+
+// Max and sum of a side's |sums − target|, block by block, in double.
+struct ErrorAccumulator {
+  double max = 0, sum = 0;
+  // Adds tokens [first, first + len) of the plan scale·exp(potential + lse) (0 on inactive tokens: potential
+  // −inf): the exponentials as packets, and no select (Eigen's runs a token at a time).
+  template <class T>
+  void add(const Vec<T>& potential, const Vec<T>& lse, const Vec<T>& target, Eigen::Index first, Eigen::Index len,
+           T scale) {
+    Eigen::Array<T, kTokenBlock, 1> sums;
+    Eigen::Array<double, kTokenBlock, 1> deviation;
+    sums.head(len) = scale * exactExp(potential.segment(first, len).array() + lse.segment(first, len).array());
+    for (Eigen::Index i = 0; i < len; ++i)
+      if (potential(first + i) == negInf<T>) sums(i) = T(0);
+    deviation.head(len) = (sums.head(len) - target.segment(first, len).array()).abs().template cast<double>();
+    max = std::max(max, deviation.head(len).maxCoeff());
+    sum += deviation.head(len).sum();
+  }
+  void store(MarginalErrors& errors, double MarginalErrors::*maxField, double MarginalErrors::*meanField,
+             Eigen::Index tokens) const {
+    errors.*maxField = max;
+    errors.*meanField = tokens > 0 ? sum / double(tokens) : 0;
+  }
+};
+
 // One side of the problem (rows or columns): its potential, log marginal and target, and the two fields of
 // MarginalErrors it fills. Row and column half-steps are the same code on different sides.
 template <class T>
@@ -88,22 +116,46 @@ struct Side {
   double MarginalErrors::*max;
   double MarginalErrors::*mean;
 
-  // This side's sums of the plan scale·exp(X + ut ⊕ vt), given the LSE over the other side.
-  Vec<T> sums(const Vec<T>& lse, T scale) const { return marginalSums(potential, lse, scale); }
+  // This side's error of the plan scale·exp(X + ut ⊕ vt), given the LSE over the other side.
   void recordError(MarginalErrors& errors, const Vec<T>& lse, T scale) const {
-    const SideError e = sideError<T>(sums(lse, scale), target);
-    errors.*max = e.max;
-    errors.*mean = e.mean;
+    ErrorAccumulator e;
+    for (Eigen::Index first = 0; first < potential.size(); first += kTokenBlock)
+      e.add(potential, lse, target, first, std::min(kTokenBlock, potential.size() - first), scale);
+    e.store(errors, max, mean, potential.size());
+  }
+  // The half-step on this side from the LSE over the other, in one pass over the tokens (a half-step's own work
+  // is O(n) beside the pass over the scores, and at n = 1024 on a band, separate passes with their buffers took
+  // as long as the band's pass): the previous plan's error on this side (its open side) into `previous` when
+  // given, the potential's closure (the row closure is the c-transform of v, the column closure that of u), and
+  // the new plan's error (its closed side) into `current`.
+  void close(const Vec<T>& lse, T scale, MarginalErrors* previous, MarginalErrors& current) const {
+    ErrorAccumulator before, after;
+    const Eigen::Index n = potential.size();
+    for (Eigen::Index first = 0; first < n; first += kTokenBlock) {
+      const Eigen::Index len = std::min(kTokenBlock, n - first);
+      if (previous) before.add(potential, lse, target, first, len, scale);
+      for (Eigen::Index i = first; i < first + len; ++i) potential(i) = closedPotential(logMarginal(i), lse(i));
+      after.add(potential, lse, target, first, len, scale);
+    }
+    if (previous) before.store(*previous, max, mean, n);
+    after.store(current, max, mean, n);
   }
 };
 
-// Gauge (u − m, v + m) with m the mean of active u: the plan is unchanged, potentials stay O(1). Returns m.
+// Gauge (u − m, v + m) with m the mean of active u: the plan is unchanged, potentials stay O(1). Returns m. Plain
+// loops (Eigen's select and any() run a token at a time); −inf ± m stays −inf.
 template <class T>
 T centre(Vec<T>& ut, Vec<T>& vt) {
-  const auto active = (ut.array() != negInf<T>);
-  const T m = active.any() ? active.select(ut.array(), T(0)).sum() / T(active.count()) : T(0);
-  ut = active.select(ut.array() - m, negInf<T>).matrix();
-  vt = (vt.array() != negInf<T>).select(vt.array() + m, negInf<T>).matrix();
+  T total = 0;
+  Eigen::Index active = 0;
+  for (Eigen::Index i = 0; i < ut.size(); ++i)
+    if (ut(i) != negInf<T>) {
+      total += ut(i);
+      ++active;
+    }
+  const T m = active > 0 ? total / T(active) : T(0);
+  ut.array() -= m;
+  vt.array() += m;
   return m;
 }
 
@@ -161,10 +213,11 @@ void runSinkhornLoop(const Geometry& X, const Vec<T>& logMu, const Vec<T>& logNu
       lse = nextColumnLse ? std::move(*nextColumnLse) : X.rowClosurePass(vt, logMu).colLse;
       nextColumnLse.reset();
     }
-    if (t > 1) side.recordError(r.errorHistory[size_t(t - 2)], lse, scale);
-    if (t > budget) break;
-    side.potential = closure(side.logMarginal, lse);  // row closure: c-transform of v; column: of u
-    side.recordError(r.errorHistory[size_t(t - 1)], lse, scale);
+    if (t > budget) {
+      if (t > 1) side.recordError(r.errorHistory[size_t(t - 2)], lse, scale);
+      break;
+    }
+    side.close(lse, scale, t > 1 ? &r.errorHistory[size_t(t - 2)] : nullptr, r.errorHistory[size_t(t - 1)]);
     if (!rowStep && t / 2 <= options.centredFullSteps) gauge += centre(ut, vt);
     r.uHistory.row(t - 1) = (eps * (ut.array() + gauge)).transpose();
     r.vHistory.row(t - 1) = (eps * (vt.array() - gauge)).transpose();

@@ -211,6 +211,27 @@ TEST(Sinkhorn, ErrorHistoryMatchesPlansOfEachStep) {
   EXPECT_FALSE(r.massMismatch);
 }
 
+// The same on 600 tokens: a half-step's errors are accumulated over blocks of 256 tokens (the last one short), the
+// open side's from the potential before the closure and the closed side's from the one after it.
+TEST(Sinkhorn, ErrorHistoryOverSeveralTokenBlocksMatchesPlansOfEachStep) {
+  const int n = 600, T = 3;
+  const double eps = 0.5;
+  const auto in = makeInput(n, 8, 23);
+  const MatD S = referenceScores(in.Q, in.K);
+  const auto r = sinkhornAttention(in, params(T, eps));
+  for (int t = 1; t <= T; ++t) {
+    SCOPED_TRACE(::testing::Message() << "t=" << t);
+    const MatD A = referenceMatrixSinkhorn(S, eps, t);
+    const VecD rowDev = (rowSums(A) - VecD::Ones(n)).cwiseAbs();
+    const VecD colDev = (colSums(A) - VecD::Ones(n)).cwiseAbs();
+    const auto& e = r.errorHistory[t - 1];
+    EXPECT_TRUE(near(e.rowMax, rowDev.maxCoeff(), 1e-12));
+    EXPECT_TRUE(near(e.rowMean, rowDev.mean(), 1e-12));
+    EXPECT_TRUE(near(e.colMax, colDev.maxCoeff(), 1e-12));
+    EXPECT_TRUE(near(e.colMean, colDev.mean(), 1e-12));
+  }
+}
+
 // Shift invariance. Scores change by a 1ᵀ + 1 bᵀ through two appended features, exactly:
 //   q'_i = [λ q_i, √d' a_i, √d'],  k'_j = [λ k_j, 1, b_j],  d' = d + 2,  λ = (d'/d)^{1/4}
 //   ⇒ q'_i·k'_j / √d' = q_i·k_j / √d + a_i + b_j.
