@@ -9,7 +9,6 @@
 
 #include "common/large_buffers.h"
 #include "common/parallel.h"
-#include "common/row_product.h"
 #include "common/streaming_store.h"
 #include "ops/log_domain.h"
 
@@ -88,23 +87,6 @@ Vec<T> diagonalLogSumExp(Eigen::Index count, Eigen::Index slots, const Runs& run
   });
   return out;
 }
-// Keys [first, end) transposed (d × count, row-major) for the band's score tiles: a tile reads feature k of a run
-// of consecutive keys as packets. `tileCols` zero columns after the last key let a tile run past it, and 16 more
-// keep the rows of features from lying a power of two apart, where they would all share a few L1 cache sets. By
-// blocks of 16 keys, which stay in L1 while their features are spread over the rows (Eigen's transposed copy
-// reads K a column at a time, one cache line per entry).
-template <class T>
-Mat<T> keysTransposed(const Mat<T>& K, Eigen::Index first, Eigen::Index end, Eigen::Index tileCols) {
-  constexpr Eigen::Index kBlock = 16;
-  Mat<T> Kt(K.cols(), end - first + tileCols + 16);
-  Kt.rightCols(tileCols + 16).setZero();
-  for (Eigen::Index j0 = first; j0 < end; j0 += kBlock) {
-    const Eigen::Index count = std::min(kBlock, end - j0);
-    for (Eigen::Index k = 0; k < K.cols(); ++k)
-      for (Eigen::Index j = 0; j < count; ++j) Kt(k, j0 - first + j) = K(j0 + j, k);
-  }
-  return Kt;
-}
 }  // namespace
 
 Mask bandActiveRows(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {
@@ -122,46 +104,23 @@ Mask bandActiveCols(Eigen::Index nq, Eigen::Index nk, Eigen::Index halfWidth) {
 template <class T>
 BandScores<T>::BandScores(const Mat<T>& Q, const Mat<T>& K, T eps, Eigen::Index halfWidth)
     : nq_(Q.rows()), nk_(K.rows()), W_(halfWidth), band_(Q.rows(), 2 * halfWidth + 1) {
-  using namespace row_product_detail;
-  constexpr Index kTileCols = kPackets * Eigen::internal::packet_traits<T>::size;
-  const Index d = Q.cols();
-  const T root = std::sqrt(T(d));
-  // A tile of kRows consecutive queries times kTileCols consecutive keys (row_product.h's register tile, each
-  // entry one chain of multiply-adds over the features) covers the band of those rows in a few tiles: a row's
-  // 2W + 1 scores as separate dot products would each end in a horizontal sum. Tiles of rows split across
-  // threads; each row is written whole (its off-support slots −inf), scaled by 1/√d then by 1/eps, and records
-  // its largest |S_ij| (NaN if one is NaN) for the overflow check.
+  const T root = std::sqrt(T(Q.cols()));
+  // Row i's scores are one matrix-vector product with the keys it reaches; rows split across threads. Each row is
+  // written whole (its off-support slots −inf), scaled by 1/√d then by 1/eps, and records its largest |S_ij| (NaN
+  // if one is NaN) for the overflow check. (Register tiles of 6 queries × a run of keys, as for the dense scores,
+  // took less time for the scores themselves, but whole banded runs with a dense plan at n = 4096 were 15–30 %
+  // slower with them, measured side by side, and no faster at 1024.)
   Vec<T> rowMaxAbs = Vec<T>::Zero(nq_);
-  const Index tiles = (nq_ + kRows - 1) / kRows;
-  parallelFor(tiles, double(band_.size()) * double(d), [&](Index firstTile, Index endTile) {
-    const Index firstRow = firstTile * kRows, endRow = std::min(nq_, endTile * kRows);
-    // The keys these rows reach, transposed by this thread.
-    const Index firstKey = std::min(nk_, std::max<Index>(0, firstRow - W_));
-    const Mat<T> Kt = keysTransposed(K, firstKey, std::max(firstKey, std::min(nk_, endRow + W_)), kTileCols);
-    T product[kRows * kTileCols];
-    for (Index i0 = firstRow; i0 < endRow; i0 += kRows) {
-      const Index rows = std::min<Index>(kRows, nq_ - i0);
-      band_.middleRows(i0, rows).setConstant(kNegInf<T>);
-      // The keys any of these rows reaches, kTileCols at a time.
-      const Index lowest = std::max<Index>(0, i0 - W_), end = std::min(nk_, i0 + rows + W_);
-      for (Index c0 = lowest; c0 < end; c0 += kTileCols) {
-        tileOfRows<T, kRows, kPackets>(int(rows), entryPointer(Q, i0, 0), d, 0, d, d, Kt.data() + (c0 - firstKey),
-                                       Kt.cols(), T(1), product, kTileCols);
-        for (Index r = 0; r < rows; ++r) {
-          const Index i = i0 + r;
-          const Index from = std::max(c0, i - W_ + firstSlot(i)), to = std::min(c0 + kTileCols, i - W_ + lastSlot(i) + 1);
-          if (from < to) std::copy(product + r * kTileCols + (from - c0), product + r * kTileCols + (to - c0),
-                                   &band_(i, from - i + W_));
-        }
-      }
-      for (Index i = i0; i < i0 + rows; ++i) {
-        const Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
-        if (width <= 0) continue;
-        auto scores = band_.row(i).segment(b0, width).array();
-        scores /= root;
-        rowMaxAbs(i) = scores.abs().template maxCoeff<Eigen::PropagateNaN>();  // as packets; NaN if one is NaN
-        scores /= eps;
-      }
+  parallelFor(nq_, double(band_.size()) * double(Q.cols()), [&](Eigen::Index first, Eigen::Index end) {
+    for (Eigen::Index i = first; i < end; ++i) {
+      band_.row(i).setConstant(kNegInf<T>);
+      const Eigen::Index b0 = firstSlot(i), width = lastSlot(i) - b0 + 1;
+      if (width <= 0) continue;
+      auto scores = band_.row(i).segment(b0, width);
+      scores.noalias() = Q.row(i) * K.middleRows(i - W_ + b0, width).transpose();
+      scores /= root;
+      rowMaxAbs(i) = scores.array().abs().template maxCoeff<Eigen::PropagateNaN>();  // as packets
+      scores /= eps;
     }
   });
   checkScaledScores(rowMaxAbs.template maxCoeff<Eigen::PropagateNaN>(), double(eps));
