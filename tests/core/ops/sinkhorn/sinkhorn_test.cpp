@@ -181,55 +181,36 @@ TEST(Sinkhorn, MarginalErrorDecreasesAndConverges) {
 
 // errorHistory has T entries, each the marginal errors of the plan after that step (targets 1); the
 // last one and `errors` describe the returned plan.
-TEST(Sinkhorn, ErrorHistoryMatchesPlansOfEachStep) {
-  const int n = 17, T = 8;
-  const double eps = 0.3;
-  const auto in = makeInput(n, 8, 19);
+void expectErrorHistoryMatchesPlansOfEachStep(int n, int T, double eps, uint64_t seed) {
+  const auto in = makeInput(n, 8, seed);
   const MatD S = referenceScores(in.Q, in.K);
   const auto r = sinkhornAttention(in, params(T, eps));
   ASSERT_EQ(int(r.errorHistory.size()), T);
-  for (int t = 1; t <= T; ++t) {
-    SCOPED_TRACE(::testing::Message() << "t=" << t);
-    const MatD A = referenceMatrixSinkhorn(S, eps, t);
+  auto expectErrors = [n](const MarginalErrors& e, const MatD& A) {
     const VecD rowDev = (rowSums(A) - VecD::Ones(n)).cwiseAbs();
     const VecD colDev = (colSums(A) - VecD::Ones(n)).cwiseAbs();
-    const auto& e = r.errorHistory[t - 1];
     EXPECT_TRUE(near(e.rowMax, rowDev.maxCoeff(), 1e-12));
     EXPECT_TRUE(near(e.rowMean, rowDev.mean(), 1e-12));
     EXPECT_TRUE(near(e.colMax, colDev.maxCoeff(), 1e-12));
     EXPECT_TRUE(near(e.colMean, colDev.mean(), 1e-12));
+  };
+  for (int t = 1; t <= T; ++t) {
+    SCOPED_TRACE(::testing::Message() << "t=" << t);
+    expectErrors(r.errorHistory[t - 1], referenceMatrixSinkhorn(S, eps, t));
   }
-  const VecD rowDev = (rowSums(r.plan.dense()) - VecD::Ones(n)).cwiseAbs();
-  const VecD colDev = (colSums(r.plan.dense()) - VecD::Ones(n)).cwiseAbs();
-  EXPECT_TRUE(near(r.errors.rowMax, rowDev.maxCoeff(), 1e-12));
-  EXPECT_TRUE(near(r.errors.colMax, colDev.maxCoeff(), 1e-12));
-  EXPECT_TRUE(near(r.errors.rowMean, rowDev.mean(), 1e-12));
-  EXPECT_TRUE(near(r.errors.colMean, colDev.mean(), 1e-12));
+  expectErrors(r.errors, r.plan.dense());
   // Targets are nominally 1 (they may be computed as n·(1/n), hence 1e-15).
   EXPECT_TRUE(matricesNear(r.rowTarget, VecD::Ones(n), 1e-15));
   EXPECT_TRUE(matricesNear(r.colTarget, VecD::Ones(n), 1e-15));
   EXPECT_FALSE(r.massMismatch);
 }
 
+TEST(Sinkhorn, ErrorHistoryMatchesPlansOfEachStep) { expectErrorHistoryMatchesPlansOfEachStep(17, 8, 0.3, 19); }
+
 // The same on 600 tokens: a half-step's errors are accumulated over blocks of 256 tokens (the last one short), the
 // open side's from the potential before the closure and the closed side's from the one after it.
 TEST(Sinkhorn, ErrorHistoryOverSeveralTokenBlocksMatchesPlansOfEachStep) {
-  const int n = 600, T = 3;
-  const double eps = 0.5;
-  const auto in = makeInput(n, 8, 23);
-  const MatD S = referenceScores(in.Q, in.K);
-  const auto r = sinkhornAttention(in, params(T, eps));
-  for (int t = 1; t <= T; ++t) {
-    SCOPED_TRACE(::testing::Message() << "t=" << t);
-    const MatD A = referenceMatrixSinkhorn(S, eps, t);
-    const VecD rowDev = (rowSums(A) - VecD::Ones(n)).cwiseAbs();
-    const VecD colDev = (colSums(A) - VecD::Ones(n)).cwiseAbs();
-    const auto& e = r.errorHistory[t - 1];
-    EXPECT_TRUE(near(e.rowMax, rowDev.maxCoeff(), 1e-12));
-    EXPECT_TRUE(near(e.rowMean, rowDev.mean(), 1e-12));
-    EXPECT_TRUE(near(e.colMax, colDev.maxCoeff(), 1e-12));
-    EXPECT_TRUE(near(e.colMean, colDev.mean(), 1e-12));
-  }
+  expectErrorHistoryMatchesPlansOfEachStep(600, 3, 0.5, 23);
 }
 
 // Shift invariance. Scores change by a 1ᵀ + 1 bᵀ through two appended features, exactly:
