@@ -14,8 +14,7 @@ template <class T>
 bool entriesFiniteInParallel(const Mat<T>& m) {
   std::atomic<bool> finite{true};
   parallelFor(m.size(), double(m.size()), [&](Eigen::Index first, Eigen::Index end) {
-    const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> entries(m.data() + first, end - first);
-    if (std::isnan((entries * T(0)).sum())) finite = false;
+    if (!entriesFinite(m.data() + first, end - first)) finite = false;
   });
   return finite;
 }

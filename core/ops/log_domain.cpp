@@ -109,8 +109,7 @@ bool columnLseFromSums(const Eigen::Array<T, Eigen::Dynamic, 1>& sums, const Vec
   int inexact = 0;
   for (Eigen::Index j = 0; j < n; ++j) inexact += int(colShift(j) != negInf) & int(sums(j) < smallest);
   if (inexact > 0) return false;
-  colLse = (sums.log() - colShift.array()).matrix();  // as packets; NaN where colShift_j = −inf, set next
-  for (Eigen::Index j = 0; j < n; ++j) colLse(j) = colShift(j) == negInf ? negInf : colLse(j);
+  colLse = withMaskedColumns(Vec<T>((sums.log() - colShift.array()).matrix()), colShift);  // log as packets
   return true;
 }
 
