@@ -271,14 +271,14 @@ Vec<T> BandScores<T>::colLogSumExp(const Vec<T>& rowShift) const {
 
 template <class T>
 template <class Visit>
-void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first,
-                                 Eigen::Index end) const {
-  for (Eigen::Index i = first; i < (end < 0 ? nq_ : end); ++i) {
-    if (ut(i) == kNegInf<T>) continue;
-    for (Eigen::Index b = firstSlot(i); b <= lastSlot(i); ++b) {
-      const Eigen::Index j = i - W_ + b;
-      if (vt(j) != kNegInf<T>) visit(i, j, scale * std::exp(band_(i, b) + ut(i) + vt(j)));
-    }
+void BandScores<T>::forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit) const {
+  // Each row's entries as the dense rows have them (bandPlanRow's packets: a scalar exp per entry was most of
+  // the display tiles' time at n = 65536), skipping inactive columns.
+  Eigen::Matrix<T, 1, Eigen::Dynamic> a(band_.cols());
+  for (Eigen::Index i = 0; i < nq_; ++i) {
+    const auto [j0, width] = bandPlanRow(*this, i, ut, vt, scale, a);
+    for (Eigen::Index k = 0; k < width; ++k)
+      if (vt(j0 + k) != kNegInf<T>) visit(i, j0 + k, a(k));
   }
 }
 
@@ -301,10 +301,8 @@ Mat<T> BandScores<T>::planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eige
 }
 
 template <class T>
-std::vector<PlanEntry<T>> BandScores<T>::entries(const Vec<T>& ut, const Vec<T>& vt, T scale) const {
-  std::vector<PlanEntry<T>> out;
-  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { out.push_back({i, j, a}); });
-  return out;
+void BandScores<T>::visitEntries(const Vec<T>& ut, const Vec<T>& vt, T scale, const EntryVisitor<T>& visit) const {
+  forEachEntry(ut, vt, scale, [&](Eigen::Index i, Eigen::Index j, T a) { visit({i, j, a}); });
 }
 
 // Each row of O is its plan row (at most 2W + 1 weights) times the matching rows of V; rows split across threads.

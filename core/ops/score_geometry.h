@@ -64,8 +64,8 @@ class BandScores {
   Mat<T> planRows(const Vec<T>& ut, const Vec<T>& vt, T scale, Eigen::Index first, Eigen::Index count) const;
   Mat<T> apply(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& V) const;  // O(n·W·d_v)
   Mat<T> applyTransposed(const Vec<T>& ut, const Vec<T>& vt, T scale, const Mat<T>& W) const;  // Aᵀ·W
-  // The plan's support entries with active rows and columns, row-major: O(n·W).
-  std::vector<PlanEntry<T>> entries(const Vec<T>& ut, const Vec<T>& vt, T scale) const;
+  // visit(entry) on the plan's support entries with active rows and columns, row-major: O(n·W).
+  void visitEntries(const Vec<T>& ut, const Vec<T>& vt, T scale, const EntryVisitor<T>& visit) const;
 
   // Band storage, for passes that walk the support themselves (the banded backward): slot b of row i holds
   // X(i, i − W + b); slots [firstSlot(i), lastSlot(i)] are the row's support, the others are −inf.
@@ -74,10 +74,9 @@ class BandScores {
   Eigen::Index lastSlot(Eigen::Index i) const;
 
  private:
-  // visit(i, j, A_ij) for every support entry with active i and j, in rows [first, end) (end −1: all).
+  // visit(i, j, A_ij) for every support entry with active i and j, row-major.
   template <class Visit>
-  void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit, Eigen::Index first = 0,
-                    Eigen::Index end = -1) const;
+  void forEachEntry(const Vec<T>& ut, const Vec<T>& vt, T scale, Visit&& visit) const;
 
   // The band by diagonals, for the log-sum-exp passes: slot c's support entries X(i, i − W + c) for its rows
   // [slotRows(c)), one contiguous run each, so a pass reads each slot once for many tokens at once.

@@ -78,14 +78,10 @@ class ScatteredPlan final : public TransportPlan<T> {
       for (size_t c = 0; c < idx_.size(); ++c) out(idx_[size_t(k)] - first, idx_[c]) = valid(k - a, Eigen::Index(c));
     return out;
   }
-  std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
-    auto entries = valid_.storedEntries();
-    if (!entries) return std::nullopt;
-    for (PlanEntry<T>& e : *entries) {  // valid indices → token indices (increasing: the order holds)
-      e.row = idx_[size_t(e.row)];
-      e.col = idx_[size_t(e.col)];
-    }
-    return entries;
+  bool forEachStoredEntry(const EntryVisitor<T>& visit) const override {
+    // Valid indices → token indices (increasing: the order holds).
+    return valid_.forEachStoredEntry(
+        [&](const PlanEntry<T>& e) { visit({idx_[size_t(e.row)], idx_[size_t(e.col)], e.value}); });
   }
   const char* kind() const override { return valid_.kind(); }
 

@@ -7,6 +7,7 @@
 // Attention scale throughout: A = n_q·P, rows = queries (docs/conventions.md#scales).
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,9 @@ struct PlanEntry {
 };
 
 template <class T>
+using EntryVisitor = std::function<void(const PlanEntry<T>&)>;
+
+template <class T>
 class TransportPlan {
  public:
   virtual ~TransportPlan() = default;
@@ -56,9 +60,17 @@ class TransportPlan {
   // Rows [first, first + count) of A, without forming the others. The default applies Aᵀ to unit vectors;
   // plans with cheap rows (dense, low-rank, band) form them directly.
   virtual Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
-  // Sparse plans (the band, slice matchings) hold O(n·W) or O(L·n) entries: these, each (row, col) once and
-  // in row-major order, every other entry 0. Empty optional for plans that are not sparse.
-  virtual std::optional<std::vector<PlanEntry<T>>> storedEntries() const { return std::nullopt; }
+  // Sparse plans (the band, slice matchings) hold O(n·W) or O(L·n) entries: visit(entry) on each of them, each
+  // (row, col) once and in row-major order, every other entry 0, and true; false, visiting nothing, for plans
+  // that are not sparse. Readers that only pass over the entries (the heatmap's display tiles, the 3-D view's
+  // largest lines) visit them rather than ask for a list: with n = 65536 and W = 16 the band's list is 2.2
+  // million entries, and forming and widening it on every slider move took most of the window's time.
+  virtual bool forEachStoredEntry(const EntryVisitor<T>& visit) const {
+    (void)visit;
+    return false;
+  }
+  // The same entries as a list; empty optional for plans that are not sparse.
+  std::optional<std::vector<PlanEntry<T>>> storedEntries() const;
   // Block mean and max on at most maxRows × maxCols blocks. The default pools a sparse plan's stored entries,
   // others row block by row block, so the n_q × n_k matrix is never held whole (no cap); plans that live on
   // the GPU pool there.
@@ -119,6 +131,7 @@ class Plan {
   // rows). Views that scan every entry use these, so a structured plan is never formed whole.
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const;  // TransportPlan::storedEntries
+  bool forEachStoredEntry(const EntryVisitor<T>& visit) const;     // TransportPlan::forEachStoredEntry
   template <class Visit>
   void forEachRowBlock(Eigen::Index blockRows, Visit&& visit) const {
     for (Eigen::Index first = 0; first < rows(); first += blockRows) {

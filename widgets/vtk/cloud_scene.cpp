@@ -211,9 +211,8 @@ void CloudScene::update(const AttentionInput<double>& input, const Plan<double>&
     }
   } else {
     const long long cols = plan.cols();
-    if (const auto entries = plan.storedEntries()) {  // a sparse plan: its O(n·W) or O(L·n) entries
-      for (const PlanEntry<double>& e : *entries) largest.offer(e.row * cols + e.col, e.value);
-    } else {
+    // A sparse plan: its O(n·W) or O(L·n) entries; others row block by row block.
+    if (!plan.forEachStoredEntry([&](const PlanEntry<double>& e) { largest.offer(e.row * cols + e.col, e.value); })) {
       plan.forEachRowBlock(256, [&](Eigen::Index first, const MatD& rows) {
         for (Eigen::Index i = 0; i < rows.rows(); ++i)
           for (Eigen::Index j = 0; j < rows.cols(); ++j) largest.offer((first + i) * cols + j, rows(i, j));

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "ops/score_geometry.h"
+#include "ops/sinkhorn/sinkhorn_loop.h"
 #include "ops/transport_plan.h"
 
 namespace tl {
@@ -29,17 +30,24 @@ class BandPlan final : public TransportPlan<T> {
     if (!withDustbin()) return X_->applyTransposed(ut_, vt_, scale_, W);
     return X_->applyTransposed(ut_, vt_, scale_, padded(W, X_->rows())).topRows(cols_);
   }
+  // Without a dustbin, column j sums to scale·exp(vt_j + log Σ_i exp(X_ij + ut_i)): the band's column pass by
+  // diagonals, as packets on every core, where Aᵀ·1 adds the entries one at a time on one (the marginal view
+  // asks on every move). With one, the dustbin's row adds to the real columns: Aᵀ·1 over the real rows.
+  Vec<T> columnSums() const override {
+    if (withDustbin()) return TransportPlan<T>::columnSums();
+    return sinkhorn_loop::marginalSums(vt_, X_->colLogSumExp(ut_), scale_);
+  }
   Mat<T> materialize() const override { return rowBlock(0, rows_); }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     Mat<T> rows = X_->planRows(ut_, vt_, scale_, first, count);
     if (!withDustbin()) return rows;
     return rows.leftCols(cols_);
   }
-  std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
-    std::vector<PlanEntry<T>> shown;  // the real tokens' entries (not the dustbin's)
-    for (const PlanEntry<T>& e : X_->entries(ut_, vt_, scale_))
-      if (e.row < rows_ && e.col < cols_) shown.push_back(e);
-    return shown;
+  bool forEachStoredEntry(const EntryVisitor<T>& visit) const override {
+    X_->visitEntries(ut_, vt_, scale_, [&](const PlanEntry<T>& e) {
+      if (e.row < rows_ && e.col < cols_) visit(e);  // the real tokens' entries (not the dustbin's)
+    });
+    return true;
   }
   const char* kind() const override { return "band"; }
 

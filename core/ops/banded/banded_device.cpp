@@ -39,7 +39,7 @@ class DeviceBandPlan final : public TransportPlan<float> {
   Mat<float> applyTransposed(const Mat<float>& W) const override { return band().applyTransposed(W); }
   Mat<float> materialize() const override { return band().materialize(); }
   Mat<float> rowBlock(Eigen::Index first, Eigen::Index count) const override { return band().rowBlock(first, count); }
-  std::optional<std::vector<PlanEntry<float>>> storedEntries() const override { return band().storedEntries(); }
+  bool forEachStoredEntry(const EntryVisitor<float>& visit) const override { return band().forEachStoredEntry(visit); }
   const char* kind() const override { return "band"; }
 
  private:

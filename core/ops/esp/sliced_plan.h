@@ -79,20 +79,19 @@ class SlicedPlan final : public TransportPlan<T> {
     });
     return sums;
   }
-  std::optional<std::vector<PlanEntry<T>>> storedEntries() const override {
+  bool forEachStoredEntry(const EntryVisitor<T>& visit) const override {
     std::vector<PlanEntry<T>> all;
     for (size_t l = 0; l < slices_.size(); ++l) addSliceEntries(slices_[l], share(l), all);
     // Slices can match the same pair: one entry per pair, row-major, their shares summed.
     std::sort(all.begin(), all.end(), [](const PlanEntry<T>& a, const PlanEntry<T>& b) {
       return a.row < b.row || (a.row == b.row && a.col < b.col);
     });
-    std::vector<PlanEntry<T>> merged;
-    for (const PlanEntry<T>& e : all)
-      if (!merged.empty() && merged.back().row == e.row && merged.back().col == e.col)
-        merged.back().value += e.value;
-      else
-        merged.push_back(e);
-    return merged;
+    for (size_t i = 0; i < all.size();) {
+      PlanEntry<T> e = all[i];
+      for (++i; i < all.size() && all[i].row == e.row && all[i].col == e.col; ++i) e.value += all[i].value;
+      visit(e);
+    }
+    return true;
   }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override {
     // Each thread zeroes its own rows (the n×n buffer's first touch: its page faults are shared) and adds their

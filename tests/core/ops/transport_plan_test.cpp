@@ -136,6 +136,28 @@ TEST(TransportPlan, TheDenseMatrixIsFormedOnceAndCastsKeepTheStructure) {
   EXPECT_TRUE(matricesNear(*wide.output, r32.output->cast<double>(), 0.0));
 }
 
+// A float run seen in double (the Engine widens every run) hands its sparse entries through, widened, in their
+// order: the heatmap's tiles and the 3-D view's lines read them that way.
+TEST(TransportPlan, WidenedSparsePlansVisitTheirEntries) {
+  const auto& reg = OperatorRegistry::builtin();
+  for (const char* spec : {"banded:W=2", "esp:tau=0.5"}) {
+    const auto r32 = reg.create(reg.parse(spec))->run(tokens(12, 4, 3).cast<float>(), noFeedback());
+    const PlanResult<double> wide = r32.cast<double>();
+    const auto narrow = r32.plan.storedEntries();
+    ASSERT_TRUE(narrow.has_value()) << spec;
+    std::vector<PlanEntry<double>> visited;
+    ASSERT_TRUE(wide.plan.forEachStoredEntry([&](const PlanEntry<double>& e) { visited.push_back(e); })) << spec;
+    ASSERT_EQ(visited.size(), narrow->size()) << spec;
+    for (size_t k = 0; k < visited.size(); ++k) {
+      EXPECT_EQ(visited[k].row, (*narrow)[k].row) << spec << " entry " << k;
+      EXPECT_EQ(visited[k].col, (*narrow)[k].col) << spec << " entry " << k;
+      EXPECT_EQ(visited[k].value, double((*narrow)[k].value)) << spec << " entry " << k;
+    }
+  }
+  const auto lot = reg.create(reg.parse("lot:r=4"))->run(tokens(12, 4, 3).cast<float>(), noFeedback());
+  EXPECT_FALSE(lot.cast<double>().plan.forEachStoredEntry([](const PlanEntry<double>&) { FAIL() << "visited"; }));
+}
+
 // A plan whose rows are cheap but whose dense matrix exceeds the cap: display tiles and row scans work
 // without it (the heatmap and the 3-D view of a large structured plan).
 class CheapRowsPlan final : public TransportPlan<double> {
