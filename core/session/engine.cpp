@@ -124,7 +124,8 @@ std::shared_ptr<const BandedCertificateReport> certificatesFor(const Session& se
 }
 
 SessionResult runOn(const Session& session, const LoadedSource& source, Feedback& feedback,
-                    ContractionCache* contractionCache = nullptr, LiveCache* liveCache = nullptr) {
+                    const RunOptions& options = {}, ContractionCache* contractionCache = nullptr,
+                    LiveCache* liveCache = nullptr) {
   SessionResult r;
   r.session = session;
   r.input = source.input;
@@ -143,8 +144,12 @@ SessionResult runOn(const Session& session, const LoadedSource& source, Feedback
   if (count > 1) analyseComparison(r, feedback);
   // The Certificates view follows every banded run (the GUI shows all views; tlens render may select it).
   if (count > 0 && session.operators.front().family == "banded") {
-    feedback.setProgress(1.0, "banded certificates");
-    r.certificates = certificatesFor(session, *r.input, contractionCache, feedback);
+    if (options.certificates) {
+      feedback.setProgress(1.0, "banded certificates");
+      r.certificates = certificatesFor(session, *r.input, contractionCache, feedback);
+    } else {
+      r.certificatesSkipped = true;
+    }
   }
   if (r.model) swapIntoModel(r, feedback);
   if (std::find(session.views.begin(), session.views.end(), "rank_decay") != session.views.end()) {
@@ -180,11 +185,11 @@ Engine::~Engine() {
   worker_.join();
 }
 
-uint64_t Engine::submit(const Session& session) {
+uint64_t Engine::submit(const Session& session, const RunOptions& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t id = nextId_++;
   latestId_ = id;
-  pending_ = std::make_pair(id, session);
+  pending_ = Request{id, session, options};
   if (running_) running_->cancel();  // the newest parameters win
   wake_.notify_one();
   return id;
@@ -215,13 +220,15 @@ void Engine::workerLoop() {
   for (;;) {
     uint64_t id;
     Session session;
+    RunOptions options;
     std::shared_ptr<Feedback> feedback;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
       if (stopping_) return;
-      id = pending_->first;
-      session = std::move(pending_->second);
+      id = pending_->id;
+      session = std::move(pending_->session);
+      options = pending_->options;
       pending_.reset();
       feedback = std::make_shared<Feedback>([this, id](double f, const std::string& stage) {
         if (onProgress_) onProgress_(id, f, stage);
@@ -236,7 +243,7 @@ void Engine::workerLoop() {
     try {
       const auto start = std::chrono::steady_clock::now();
       auto result = std::make_shared<SessionResult>(
-          runOn(session, inputFor(session.source, *feedback), *feedback, &contractionCache_, &liveCache_));
+          runOn(session, inputFor(session.source, *feedback), *feedback, options, &contractionCache_, &liveCache_));
       result->requestId = id;
       result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (isCurrent()) onResult_(std::move(result));

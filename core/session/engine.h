@@ -39,12 +39,21 @@ struct SessionResult {
   std::shared_ptr<const ModelRun> model;
   std::optional<VitTrace> swapped;
   std::vector<int> swappedLayers;
-  // The Certificates view's numbers, computed here on the worker thread when the primary operator is banded.
+  // The Certificates view's numbers, computed here on the worker thread when the primary operator is banded,
+  // unless the request left them out (RunOptions::certificates): then certificatesSkipped.
   std::shared_ptr<const BandedCertificateReport> certificates;
+  bool certificatesSkipped = false;
   // The Rank decay view's curves, one result per configuration of session.rankDecay; computed only when the
   // session shows that view.
   std::shared_ptr<const std::vector<rankdecay::RankDecayResult>> rankDecay;
   double seconds = 0;  // source + all operators
+};
+
+// What a request computes beyond the session's operators. A window leaves out the analyses of views that are not
+// on screen: the banded certificates (the live bias certificate's float64 pullbacks) took about 90 of the 100 ms
+// of a W move at n = 4096 while their tab sat behind the Banded view's.
+struct RunOptions {
+  bool certificates = true;  // the Certificates view's report, for a banded primary operator
 };
 
 // Synchronous: what the CLI and tests call. Throws tl::Error on failure, Canceled when canceled.
@@ -87,7 +96,7 @@ class Engine {
 
   // Returns the request id. Results of requests superseded before they finish are dropped; a result that
   // was finishing at the moment of a new submit may still arrive, so receivers compare ids.
-  uint64_t submit(const Session& session);
+  uint64_t submit(const Session& session, const RunOptions& options = {});
   void cancelAll();
   bool busy() const;
 
@@ -101,7 +110,12 @@ class Engine {
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::optional<std::pair<uint64_t, Session>> pending_;
+  struct Request {
+    uint64_t id;
+    Session session;
+    RunOptions options;
+  };
+  std::optional<Request> pending_;
   std::shared_ptr<Feedback> running_;
   uint64_t nextId_ = 1;
   uint64_t latestId_ = 0;

@@ -27,7 +27,9 @@ bool ProgressThrottle::due(uint64_t requestId, std::chrono::steady_clock::time_p
 // The worker is joined before the QObject part goes away, so no callback can outlive the signals.
 EngineBridge::~EngineBridge() { engine_.reset(); }
 
-uint64_t EngineBridge::submit(const Session& session) { return engine_->submit(session); }
+uint64_t EngineBridge::submit(const Session& session, const RunOptions& options) {
+  return engine_->submit(session, options);
+}
 
 void EngineBridge::cancelAll() { engine_->cancelAll(); }
 

@@ -34,7 +34,7 @@ class EngineBridge : public QObject {
   ~EngineBridge() override;
 
   // Supersedes any older request; returns its id.
-  uint64_t submit(const Session& session);
+  uint64_t submit(const Session& session, const RunOptions& options = {});
   // Cancels the running request and drops the pending one; neither answers.
   void cancelAll();
 

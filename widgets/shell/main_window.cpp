@@ -167,6 +167,9 @@ void MainWindow::buildDocks() {
     (bottom ? bottomDocks : rightDocks).push_back(d);
     viewDocks_[name] = d;
   }
+  connect(viewDocks_.at("certificates"), &QDockWidget::visibilityChanged, this, [this](bool visible) {
+    if (visible) askForSkippedCertificates();
+  });
   for (size_t i = 1; i < rightDocks.size(); ++i) splitDockWidget(rightDocks[i - 1], rightDocks[i], Qt::Vertical);
   for (size_t i = 1; i < bottomDocks.size(); ++i) tabifyDockWidget(bottomDocks[0], bottomDocks[i]);
   // Tabbed last: once the column is split (splitting moves a dock out of its tab group), and once the bottom
@@ -304,7 +307,10 @@ View* MainWindow::view(const std::string& name) const {
 void MainWindow::submit() { submitTimer_->start(); }
 
 void MainWindow::sendRequest() {
-  latestRequest_ = engine_->submit(session_);
+  // The certificates only while their view is on screen (a tab behind another is not); raising it asks again.
+  RunOptions options;
+  options.certificates = view("certificates")->onScreen();
+  latestRequest_ = engine_->submit(session_, options);
   busy_->setText(tr("computing…"));
   cancel_->show();
   emit sessionChanged();
@@ -357,6 +363,13 @@ void MainWindow::showResult() {
   lastDrawMs_ = double(drawing.nsecsElapsed()) / 1e6;
   showStatus(*result, lastDrawMs_);
   emit resultShown(result);
+  askForSkippedCertificates();
+}
+
+void MainWindow::askForSkippedCertificates() {
+  // A result computed while the Certificates view was hidden left its report out (sendRequest): once the view is
+  // on screen, the same session again, with them.
+  if (last_ && last_->certificatesSkipped && view("certificates")->onScreen()) submit();
 }
 
 void MainWindow::showStatus(const SessionResult& result, double drawMs) {

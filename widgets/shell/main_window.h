@@ -95,6 +95,7 @@ class MainWindow : public QMainWindow {
   void showResult();  // draws incoming_
   void showStatus(const SessionResult& result, double drawMs);
   void raiseRelevantView(const SessionResult& result);
+  void askForSkippedCertificates();
   // The [CLS] maps over the bottom tabs and the prediction over the 3-D view while the source is a model.
   void raiseModelViews(bool model);
   void addCheckpointActions(QMenu* file);

@@ -115,7 +115,11 @@ void CertificatesView::setResult(std::shared_ptr<const SessionResult> result) {
   result_ = std::move(result);
   const OperatorRun* run = primaryRunOf(result_.get(), "banded");
   if (!run || !result_->certificates) {
-    showMessage(run ? tr("This result has no certificates.") : otherFamilyMessage("banded", result_.get()));
+    // Skipped: the window computes them only while this view is on screen, and asks again when it comes up.
+    showMessage(!run                            ? otherFamilyMessage("banded", result_.get())
+                : result_->certificatesSkipped ? tr("The certificates are computed while this tab is on screen: "
+                                                    "computing them now (export once they are drawn).")
+                                               : tr("This result has no certificates."));
     if (result_) emit redrawn(result_->requestId);
     return;
   }
