@@ -41,6 +41,20 @@ PooledPlan<T> displayGrid(Eigen::Index rows, Eigen::Index cols, int maxRows, int
 
 namespace {
 
+// The grid's block means and maxima, a block row of the plan at a time: rowsOf(first, count) gives its rows
+// [first, first + count) (a dense plan's own rows, or rows formed for the purpose).
+template <class T, class Rows>
+void poolRowBlocks(PooledPlan<T>& p, Rows&& rowsOf) {
+  for (Eigen::Index r = 0; r < p.mean.rows(); ++r) {
+    const auto A = rowsOf(p.rowStarts[size_t(r)], p.rowStarts[size_t(r) + 1] - p.rowStarts[size_t(r)]);
+    for (Eigen::Index c = 0; c < p.mean.cols(); ++c) {
+      const auto block = A.middleCols(p.colStarts[size_t(c)], p.colStarts[size_t(c) + 1] - p.colStarts[size_t(c)]);
+      p.mean(r, c) = block.mean();
+      p.max(r, c) = block.maxCoeff();
+    }
+  }
+}
+
 // The display block of an index, for indices visited mostly in rising order (a sparse plan's row-major entries):
 // the block of the index before, unless the index left it. Two integer divisions per entry were most of the
 // display tiles' time for a band of 2.2 million entries.
@@ -95,14 +109,14 @@ PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
       }
     return p;
   }
-  for (long long r = 0; r < br; ++r) {
-    const Mat<T> A = rowBlock(p.rowStarts[r], p.rowStarts[r + 1] - p.rowStarts[r]);
-    for (long long c = 0; c < bc; ++c) {
-      const auto block = A.middleCols(p.colStarts[c], p.colStarts[c + 1] - p.colStarts[c]);
-      p.mean(r, c) = block.mean();
-      p.max(r, c) = block.maxCoeff();
-    }
-  }
+  poolRowBlocks(p, [&](Eigen::Index first, Eigen::Index count) { return rowBlock(first, count); });
+  return p;
+}
+
+template <class T>
+PooledPlan<T> DensePlan<T>::pooled(int maxRows, int maxCols) const {
+  PooledPlan<T> p = displayGrid<T>(rows(), cols(), maxRows, maxCols);
+  poolRowBlocks(p, [&](Eigen::Index first, Eigen::Index count) { return A_.middleRows(first, count); });
   return p;
 }
 
@@ -246,6 +260,8 @@ template PooledPlan<float> displayGrid(Eigen::Index, Eigen::Index, int, int);
 template PooledPlan<double> displayGrid(Eigen::Index, Eigen::Index, int, int);
 template class TransportPlan<float>;
 template class TransportPlan<double>;
+template class DensePlan<float>;
+template class DensePlan<double>;
 template class Plan<float>;
 template class Plan<double>;
 template Plan<double> Plan<float>::cast<double>() const;

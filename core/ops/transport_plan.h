@@ -91,6 +91,7 @@ class DensePlan final : public TransportPlan<T> {
   Mat<T> applyTransposed(const Mat<T>& W) const override { return A_.transpose() * W; }
   Mat<T> materialize() const override { return A_; }
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const override { return A_.middleRows(first, count); }
+  PooledPlan<T> pooled(int maxRows, int maxCols) const override;  // from its own rows, not copies of them
   const char* kind() const override { return "dense"; }
   const Mat<T>& matrix() const { return A_; }
 
@@ -127,16 +128,19 @@ class Plan {
   Vec<T> rowSums() const;
   Vec<T> colSums() const;
   PooledPlan<T> pooled(int maxRows, int maxCols) const;
-  // Rows [first, first + count) from the structure, and every row in blocks of `blockRows`: visit(first,
-  // rows). Views that scan every entry use these, so a structured plan is never formed whole.
+  // Rows [first, first + count) from the structure, and every row in blocks of `blockRows`: visit(first, rows),
+  // rows an Eigen expression (a dense plan's own rows, not copied; else a block formed for the visit: take it as
+  // `const auto&`). Views that scan every entry use these, so a structured plan is never formed whole.
   Mat<T> rowBlock(Eigen::Index first, Eigen::Index count) const;
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const;  // TransportPlan::storedEntries
   bool forEachStoredEntry(const EntryVisitor<T>& visit) const;     // TransportPlan::forEachStoredEntry
   template <class Visit>
   void forEachRowBlock(Eigen::Index blockRows, Visit&& visit) const {
+    const auto* dense = dynamic_cast<const DensePlan<T>*>(plan_.get());
     for (Eigen::Index first = 0; first < rows(); first += blockRows) {
       const Eigen::Index count = std::min(blockRows, rows() - first);
-      visit(first, rowBlock(first, count));
+      if (dense) visit(first, dense->matrix().middleRows(first, count));  // its own rows, not a copy
+      else visit(first, rowBlock(first, count));
     }
   }
 

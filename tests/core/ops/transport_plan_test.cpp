@@ -38,6 +38,10 @@ void expectConsistent(const Plan<double>& plan, const std::string& label) {
   const TransportPlan<double>& structure = *plan.structure();
   EXPECT_TRUE(matricesNear(structure.rowBlock(3, 5), A.middleRows(3, 5), 1e-12)) << label;
   EXPECT_TRUE(matricesNear(structure.rowBlock(0, A.rows()), A, 1e-12)) << label;
+  // Every row once, block by block (a dense plan's own rows).
+  MatD scanned = MatD::Constant(A.rows(), A.cols(), -1.0);
+  plan.forEachRowBlock(5, [&](Eigen::Index first, const auto& rows) { scanned.middleRows(first, rows.rows()) = rows; });
+  EXPECT_TRUE(matricesNear(scanned, A, 1e-12)) << label;
   // A sparse plan's stored entries: each pair once, row-major, and every other entry 0.
   if (const auto entries = structure.storedEntries()) {
     MatD fromEntries = MatD::Zero(A.rows(), A.cols());
@@ -183,7 +187,7 @@ TEST(TransportPlan, DisplayTilesAndRowScansOfAPlanBeyondTheCapNeverFormIt) {
   EXPECT_DOUBLE_EQ(tiles.mean(0, 0), 511.5);  // rows 0..1023 hold their index
   EXPECT_DOUBLE_EQ(tiles.max(3, 2), 4095.0);
   double largest = -1;
-  plan.forEachRowBlock(1000, [&](Eigen::Index first, const MatD& rows) {
+  plan.forEachRowBlock(1000, [&](Eigen::Index first, const auto& rows) {
     EXPECT_EQ(rows.rows(), std::min<Eigen::Index>(1000, 4096 - first));
     largest = std::max(largest, rows.maxCoeff());
   });
