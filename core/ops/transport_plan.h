@@ -65,10 +65,7 @@ class TransportPlan {
   // that are not sparse. Readers that only pass over the entries (the heatmap's display tiles, the 3-D view's
   // largest lines) visit them rather than ask for a list: with n = 65536 and W = 16 the band's list is 2.2
   // million entries, and forming and widening it on every slider move took most of the window's time.
-  virtual bool forEachStoredEntry(const EntryVisitor<T>& visit) const {
-    (void)visit;
-    return false;
-  }
+  virtual bool forEachStoredEntry(const EntryVisitor<T>& /*visit*/) const { return false; }
   // The same entries as a list; empty optional for plans that are not sparse.
   std::optional<std::vector<PlanEntry<T>>> storedEntries() const;
   // Block mean and max on at most maxRows × maxCols blocks. The default pools a sparse plan's stored entries,
