@@ -55,6 +55,11 @@ void poolRowBlocks(PooledPlan<T>& p, Rows&& rowsOf) {
   }
 }
 
+}  // namespace
+
+// Not in the unnamed namespace: the lambdas of the class templates' members that capture it have linkage.
+namespace display_tiles {
+
 // The display block of an index, for indices visited mostly in rising order (a sparse plan's row-major entries):
 // the block of the index before, unless the index left it. Two integer divisions per entry were most of the
 // display tiles' time for a band of 2.2 million entries.
@@ -74,7 +79,7 @@ class BlockCursor {
   long long block_ = 0;
 };
 
-}  // namespace
+}  // namespace display_tiles
 
 template <class T>
 std::optional<std::vector<PlanEntry<T>>> TransportPlan<T>::storedEntries() const {
@@ -93,7 +98,7 @@ PooledPlan<T> TransportPlan<T>::pooled(int maxRows, int maxCols) const {
   p.max.setConstant(-std::numeric_limits<T>::infinity());
   Eigen::Matrix<long long, Eigen::Dynamic, Eigen::Dynamic> stored =
       Eigen::Matrix<long long, Eigen::Dynamic, Eigen::Dynamic>::Zero(br, bc);
-  BlockCursor rowCursor(p.rowStarts), colCursor(p.colStarts);
+  display_tiles::BlockCursor rowCursor(p.rowStarts), colCursor(p.colStarts);
   const bool sparse = forEachStoredEntry([&](const PlanEntry<T>& e) {
     const long long r = rowCursor.of(e.row), c = colCursor.of(e.col);
     p.mean(r, c) += e.value;
