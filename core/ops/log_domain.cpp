@@ -14,6 +14,31 @@
 #include "ops/score_blocks.h"
 
 namespace tl {
+namespace {
+
+// A pass over X reads one row from memory, then works on it in cache (its maximum, exponentials and sums). The
+// hardware prefetcher runs only a little ahead of the reads, so the memory sat idle while a row was worked on and
+// the work then waited for the next row. So each chunk of a row's exponentials first asks for the same columns of
+// the next row, which arrive while the exponentials are computed (Sinkhorn T = 10 at n = 4096, two threads:
+// 45 → 36 ms in float32, 110 → 75 ms in float64). `nextRow` null: the last row, nothing to ask for. The chunks
+// split only element-wise work, so every result has the bits of the unchunked expression.
+template <class T, class Chunk>
+void overChunksPrefetchingNextRow(Eigen::Index columns, const T* nextRow, Chunk&& chunk) {
+  constexpr Eigen::Index kChunk = 256, kLine = 64 / sizeof(T);  // columns per chunk; per 64-byte cache line
+  for (Eigen::Index first = 0; first < columns; first += kChunk) {
+    const Eigen::Index len = std::min(kChunk, columns - first);
+    if (nextRow)
+      for (Eigen::Index c = first; c < first + len; c += kLine) __builtin_prefetch(nextRow + c);
+    chunk(first, len);
+  }
+}
+
+template <class T>
+const T* nextRowOf(const Mat<T>& X, Eigen::Index i) {
+  return i + 1 < X.rows() ? X.row(i + 1).data() : nullptr;
+}
+
+}  // namespace
 
 // Both passes of a row's log-sum-exp (its max, then the sum of exp(x − max)) read a row buffer that stays in
 // L1, so X is read from memory once per half-step. Rows are split across threads.
@@ -25,7 +50,10 @@ Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift) {
     for (Eigen::Index i = first; i < end; ++i) {
       row = X.row(i).array() + colShift.transpose().array();
       const T m = logSumExpShift(row.maxCoeff());
-      out(i) = m + std::log(exactExp(row - m).sum());
+      overChunksPrefetchingNextRow(X.cols(), nextRowOf(X, i), [&](Eigen::Index first, Eigen::Index len) {
+        row.segment(first, len) = exactExp(row.segment(first, len) - m);
+      });
+      out(i) = m + std::log(row.sum());
     }
   });
   return out;
@@ -83,7 +111,9 @@ RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const 
       for (Eigen::Index i = b * kBlockRows; i < std::min(nq, (b + 1) * kBlockRows); ++i) {
         row = X.row(i).array() + colShift.transpose().array();
         const T m = logSumExpShift(row.maxCoeff());
-        row = exactExp(row - m);
+        overChunksPrefetchingNextRow(nk, nextRowOf(X, i), [&](Eigen::Index first, Eigen::Index len) {
+          row.segment(first, len) = exactExp(row.segment(first, len) - m);
+        });
         r.rowLse(i) = m + std::log(row.sum());
         const T u = closedPotential(logRowMarginal(i), r.rowLse(i));
         if (u == negInf) continue;  // an inactive row carries no mass
@@ -128,7 +158,10 @@ void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T
     for (Eigen::Index block = first; block < end; block += blockRows) {
       const Eigen::Index blockEnd = std::min(end, block + blockRows);
       for (Eigen::Index i = block; i < blockEnd; ++i) {
-        out.row(i) = scale * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
+        overChunksPrefetchingNextRow(X.cols(), nextRowOf(X, i), [&](Eigen::Index first, Eigen::Index len) {
+          out.row(i).segment(first, len) =
+              scale * exactExp((X.row(i).segment(first, len).array() + ut(i)) + vt.segment(first, len).transpose().array());
+        });
         if (extras.rowSums) (*extras.rowSums)(i) = out.row(i).sum();
       }
       if (withOutput) productRows(out, values, block, blockEnd, T(1), *extras.output);
