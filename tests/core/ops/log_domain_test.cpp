@@ -281,6 +281,32 @@ TEST(LogDomain, ThePlanPassGivesTheRowSumsAndTheOutputOfTheFinishedPlan) {
   setParallelThreads(threadsBefore);
 }
 
+// The passes exponentiate a row in chunks (asking for the next row's columns as they go): the chunks must give
+// the bits of the whole row's expression, the plan pass's entries and the row log-sum-exp alike, also where rows
+// start off a vector boundary (odd column counts) and end in a partial packet, in float32 and float64.
+template <class T>
+void expectChunkedPassesEqualWholeRows(Eigen::Index columns) {
+  const Mat<T> X = gaussian(9, columns, 48, 3.0).cast<T>();
+  const Vec<T> ut = gaussian(9, 1, 49).col(0).cast<T>(), vt = gaussian(columns, 1, 50).col(0).cast<T>();
+  Mat<T> plan, whole(X.rows(), X.cols());  // same shape, so their rows sit alike against vector boundaries
+  expPlan(X, ut, vt, T(0.5), plan);
+  const Vec<T> lse = rowLogSumExp(X, vt);
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    whole.row(i) = T(0.5) * exactExp((X.row(i).array() + ut(i)) + vt.transpose().array());
+    EXPECT_TRUE(test::matricesIdentical(plan.row(i), whole.row(i))) << "row " << i << " of " << columns;
+    const Eigen::Array<T, 1, Eigen::Dynamic> shifted = X.row(i).array() + vt.transpose().array();
+    const T m = shifted.maxCoeff();
+    EXPECT_EQ(lse(i), m + std::log(exactExp(shifted - m).sum())) << "row " << i << " of " << columns;
+  }
+}
+
+TEST(LogDomain, ChunkedRowPassesHaveTheBitsOfWholeRows) {
+  for (Eigen::Index columns : {5, 333, 1100}) {
+    expectChunkedPassesEqualWholeRows<float>(columns);
+    expectChunkedPassesEqualWholeRows<double>(columns);
+  }
+}
+
 TEST(LogDomain, ScoresAreScaledDotProducts) {
   for (int d : {1, 8, 32}) {
     const MatD Q = gaussian(5, d, 10 + d), K = gaussian(7, d, 20 + d);
