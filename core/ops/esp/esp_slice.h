@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/matrix.h"
+#include "common/prefetch.h"
 #include "ops/esp/rank_coupling.h"
 #include "ops/transport_plan.h"
 
@@ -70,8 +71,7 @@ inline bool withoutTieGroups(const HardSlice& s) {
 // its projections, which the hardware prefetcher cannot guess.
 template <class T>
 void prefetchRow(const Mat<T>& M, Eigen::Index i) {
-  const char* row = reinterpret_cast<const char*>(M.data() + i * M.cols());
-  for (std::size_t byte = 0; byte < std::size_t(M.cols()) * sizeof(T); byte += 64) __builtin_prefetch(row + byte);
+  prefetchSegment(M.data() + i * M.cols(), M.cols());
 }
 
 // Entries of U_l, counted without visiting them: Σ over blocks of |g_q|·|g_k| (one per block without ties).
