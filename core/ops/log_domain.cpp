@@ -42,21 +42,30 @@ const T* nextRowOf(const Mat<T>& X, Eigen::Index i) {
   return i + 1 < X.rows() ? X.row(i + 1).data() : nullptr;
 }
 
+// row ← exp(X_i + colShift − m), m the shift of the row's log-sum-exp (returned): row i of X in a buffer that
+// stays in L1 for both passes (its maximum, then its exponentials), the next row asked for meanwhile. The row
+// pass that rowLogSumExp and rowClosurePass share.
+template <class T>
+T exponentiateShiftedRow(const Mat<T>& X, Eigen::Index i, const Vec<T>& colShift,
+                         Eigen::Array<T, 1, Eigen::Dynamic>& row) {
+  row = X.row(i).array() + colShift.transpose().array();
+  const T m = logSumExpShift(row.maxCoeff());
+  overChunksPrefetchingNextRow(row.data(), X.cols(), nextRowOf(X, i), [&](Eigen::Index col, Eigen::Index len) {
+    row.segment(col, len) = exactExp(row.segment(col, len) - m);
+  });
+  return m;
+}
+
 }  // namespace
 
-// Both passes of a row's log-sum-exp (its max, then the sum of exp(x − max)) read a row buffer that stays in
-// L1, so X is read from memory once per half-step. Rows are split across threads.
+// X is read from memory once per half-step (exponentiateShiftedRow). Rows are split across threads.
 template <class T>
 Vec<T> rowLogSumExp(const Mat<T>& X, const Vec<T>& colShift) {
   Vec<T> out(X.rows());
   parallelFor(X.rows(), double(X.size()), [&](Eigen::Index first, Eigen::Index end) {
     Eigen::Array<T, 1, Eigen::Dynamic> row(X.cols());
     for (Eigen::Index i = first; i < end; ++i) {
-      row = X.row(i).array() + colShift.transpose().array();
-      const T m = logSumExpShift(row.maxCoeff());
-      overChunksPrefetchingNextRow(row.data(), X.cols(), nextRowOf(X, i), [&](Eigen::Index col, Eigen::Index len) {
-        row.segment(col, len) = exactExp(row.segment(col, len) - m);
-      });
+      const T m = exponentiateShiftedRow(X, i, colShift, row);
       out(i) = m + std::log(row.sum());
     }
   });
@@ -117,11 +126,7 @@ RowClosurePass<T> rowClosurePass(const Mat<T>& X, const Vec<T>& colShift, const 
       auto sums = blockColSums.row(b).array();
       sums.setZero();
       for (Eigen::Index i = b * kBlockRows; i < std::min(nq, (b + 1) * kBlockRows); ++i) {
-        row = X.row(i).array() + colShift.transpose().array();
-        const T m = logSumExpShift(row.maxCoeff());
-        overChunksPrefetchingNextRow(row.data(), nk, nextRowOf(X, i), [&](Eigen::Index col, Eigen::Index len) {
-          row.segment(col, len) = exactExp(row.segment(col, len) - m);
-        });
+        const T m = exponentiateShiftedRow(X, i, colShift, row);
         r.rowLse(i) = m + std::log(row.sum());
         const T u = closedPotential(logRowMarginal(i), r.rowLse(i));
         if (u == negInf) continue;  // an inactive row carries no mass
@@ -171,7 +176,7 @@ void expPlan(const Mat<T>& X, const Vec<T>& ut, const Vec<T>& vt, T scale, Mat<T
           plan.segment(col, len) =
               scale * exactExp((X.row(i).segment(col, len).array() + ut(i)) + vt.segment(col, len).transpose().array());
         });
-        if (extras.rowSums) (*extras.rowSums)(i) = out.row(i).sum();
+        if (extras.rowSums) (*extras.rowSums)(i) = plan.sum();
       }
       if (withOutput) productRows(out, values, block, blockEnd, T(1), *extras.output);
     }

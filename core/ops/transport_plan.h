@@ -133,10 +133,10 @@ class Plan {
   bool forEachStoredEntry(const EntryVisitor<T>& visit) const;     // TransportPlan::forEachStoredEntry
   template <class Visit>
   void forEachRowBlock(Eigen::Index blockRows, Visit&& visit) const {
-    const auto* dense = dynamic_cast<const DensePlan<T>*>(plan_.get());
+    const Mat<T>* own = isDense() ? &dense() : nullptr;  // a dense plan's own rows, visited without a copy
     for (Eigen::Index first = 0; first < rows(); first += blockRows) {
       const Eigen::Index count = std::min(blockRows, rows() - first);
-      if (dense) visit(first, dense->matrix().middleRows(first, count));  // its own rows, not a copy
+      if (own) visit(first, own->middleRows(first, count));
       else visit(first, rowBlock(first, count));
     }
   }
