@@ -82,9 +82,9 @@ struct ProductPanels {
 
 // Columns [p0, p1) of the full panels, rows [first, end), k in [k0, k1): tiles of kRows × kPackets packets, the
 // last rows in one shorter tile.
-template <class T>
+template <class T, class Out>
 void tiles(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, Index p0, Index p1, Index k0, Index k1,
-           T scale, Mat<T>& X) {
+           T scale, Out& X) {
   constexpr Index width = ProductPanels<T>::kWidth;
   for (Index i = first; i < end; i += kRows)
     for (Index p = p0; p < p1; ++p)
@@ -93,8 +93,8 @@ void tiles(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, I
 }
 
 // The last, partial panel: whole tiles into a small buffer, of which the real columns are copied.
-template <class T>
-void lastPanel(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, T scale, Mat<T>& X) {
+template <class T, class Out>
+void lastPanel(const Mat<T>& A, const ProductPanels<T>& B, Index first, Index end, T scale, Out& X) {
   constexpr Index width = ProductPanels<T>::kWidth;
   const Index panel = B.cols / width, j0 = panel * width, count = B.cols - j0;
   T buffer[kRows * width];
@@ -128,12 +128,12 @@ ProductPanels<typename Derived::Scalar> productPanels(const Eigen::MatrixBase<De
   return panels;
 }
 
-// Rows [first, end) of X = scale · A B, from B's productPanels; X has B's columns. B is walked in pieces of at
-// most kInnerChunk rows × as many panels as fit about 256 KiB, which stay in the core's L2 cache while every tile
-// of rows passes over them; a sum carried from one piece of rows of B to the next continues in X, in the same
-// order as without the pieces.
-template <class T>
-void productRows(const Mat<T>& A, const ProductPanels<T>& B, Eigen::Index first, Eigen::Index end, T scale, Mat<T>& X) {
+// Rows [first, end) of X = scale · A B, from B's productPanels; X (a row-major matrix or a map of one) has B's
+// columns. B is walked in pieces of at most kInnerChunk rows × as many panels as fit about 256 KiB, which stay in
+// the core's L2 cache while every tile of rows passes over them; a sum carried from one piece of rows of B to the
+// next continues in X, in the same order as without the pieces.
+template <class T, class Out>
+void productRows(const Mat<T>& A, const ProductPanels<T>& B, Eigen::Index first, Eigen::Index end, T scale, Out& X) {
   using namespace row_product_detail;
   constexpr Index width = ProductPanels<T>::kWidth, kInnerChunk = 512;
   constexpr std::size_t kPieceBytes = std::size_t(256) << 10;

@@ -35,6 +35,13 @@ Eigen::Index scoreBlockCount(Eigen::Index nq, Eigen::Index nk) {
   return (nq + rowsPerBlock - 1) / rowsPerBlock;
 }
 
+// The factor of the scores S = QKᵀ/√d: the rounded 1/√d, exact for d = 64 (and every d that is a power of 4),
+// within an ulp of the division otherwise (docs/conventions.md#scores).
+template <class T>
+T scoreScale(Eigen::Index d) {
+  return T(1) / std::sqrt(T(d));
+}
+
 // Writes S = QKᵀ/√d into X (which must be n_q × n_k) and calls body(block, first, end) on every block of rows
 // [first, end) right after forming it; block b holds rows [b·r, (b+1)·r) for r = scoreBlockRows. Blocks are split
 // across threads: body must write only its own rows and per-block slots, and must not throw.
@@ -42,9 +49,7 @@ template <class T, class Body>
 void forEachScoreBlock(const Mat<T>& Q, const Mat<T>& K, Mat<T>& X, Body&& body) {
   const Eigen::Index nq = Q.rows(), rowsPerBlock = scoreBlockRows<T>(nq, K.rows());
   const Eigen::Index blocks = scoreBlockCount<T>(nq, K.rows());
-  // Multiplied by the rounded 1/√d: exact for d = 64 (and every d that is a power of 4), within an ulp of the
-  // division otherwise (docs/conventions.md#scores).
-  const T scale = T(1) / std::sqrt(T(Q.cols()));
+  const T scale = scoreScale<T>(Q.cols());
   const ProductPanels<T> keys = productPanels(K.transpose());  // shared by every block and thread
   const double work = double(nq) * double(K.rows()) * double(Q.cols());
   parallelFor(blocks, work, [&](Eigen::Index firstBlock, Eigen::Index endBlock) {

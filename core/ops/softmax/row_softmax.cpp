@@ -10,6 +10,21 @@
 namespace tl {
 
 template <class T>
+SoftmaxRow<T> softmaxRowInPlace(T* data, Eigen::Index nk, const Vec<T>* keyShift) {
+  Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> row(data, nk);
+  SoftmaxRow<T> out;
+  out.maxAbsScore = row.abs().template maxCoeff<Eigen::PropagateNaN>();
+  if (keyShift) row += keyShift->transpose().array();
+  const T shift = logSumExpShift(row.maxCoeff());
+  row = exactExp(row - shift);
+  const T sum = row.sum();
+  out.logSumExp = shift + std::log(sum);
+  row *= T(1) / sum;  // a multiply: a division per entry cost as much as the exponential
+  out.sum = row.sum();
+  return out;
+}
+
+template <class T>
 RowSoftmax<T> rowSoftmax(const Mat<T>& Q, const Mat<T>& K, const Vec<T>* keyShift, const Mat<T>* V) {
   const Eigen::Index nq = Q.rows(), nk = K.rows();
   RowSoftmax<T> r;
@@ -24,16 +39,11 @@ RowSoftmax<T> rowSoftmax(const Mat<T>& Q, const Mat<T>& K, const Vec<T>* keyShif
     auto colSums = blockColSums.row(block);
     colSums.setZero();
     for (Eigen::Index i = first; i < end; ++i) {
-      auto row = r.plan.row(i).array();
-      rowMaxAbs(i) = row.abs().template maxCoeff<Eigen::PropagateNaN>();
-      if (keyShift) row += keyShift->transpose().array();
-      const T shift = logSumExpShift(row.maxCoeff());
-      row = exactExp(row - shift);
-      const T sum = row.sum();
-      r.logSumExp(i) = shift + std::log(sum);
-      row *= T(1) / sum;  // a multiply: a division per entry cost as much as the exponential
-      r.rowSums(i) = row.sum();
-      colSums += row.matrix();
+      const SoftmaxRow<T> row = softmaxRowInPlace(r.plan.row(i).data(), nk, keyShift);
+      rowMaxAbs(i) = row.maxAbsScore;
+      r.logSumExp(i) = row.logSumExp;
+      r.rowSums(i) = row.sum;
+      colSums += r.plan.row(i);
     }
     if (V) productRows(r.plan, values, first, end, T(1), *r.output);
   });
@@ -43,6 +53,8 @@ RowSoftmax<T> rowSoftmax(const Mat<T>& Q, const Mat<T>& K, const Vec<T>* keyShif
   return r;
 }
 
+template SoftmaxRow<float> softmaxRowInPlace(float*, Eigen::Index, const Vec<float>*);
+template SoftmaxRow<double> softmaxRowInPlace(double*, Eigen::Index, const Vec<double>*);
 template RowSoftmax<float> rowSoftmax(const Mat<float>&, const Mat<float>&, const Vec<float>*, const Mat<float>*);
 template RowSoftmax<double> rowSoftmax(const Mat<double>&, const Mat<double>&, const Vec<double>*,
                                        const Mat<double>*);

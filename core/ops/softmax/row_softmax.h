@@ -22,6 +22,16 @@ struct RowSoftmax {
   T maxAbsScore = 0;             // max |S_ij|: NaN or inf when QKᵀ overflowed (checkScaledScores refuses it)
 };
 
+// One row of scores made its softmax in place, as rowSoftmax makes each row of its plan: `row` holds the row's n_k
+// scores, keyShift is as below. Returns the row's max |score| (before the shift), its log-sum-exp and the sum of
+// the softmax it leaves in `row`.
+template <class T>
+struct SoftmaxRow {
+  T maxAbsScore, logSumExp, sum;
+};
+template <class T>
+SoftmaxRow<T> softmaxRowInPlace(T* row, Eigen::Index nk, const Vec<T>* keyShift = nullptr);
+
 // keyShift: v_j, 0 for an active key and −inf for a masked one; nullptr when every key is active. The column
 // sums are summed per block of rows and then over blocks in block order, so they do not depend on the thread
 // count.

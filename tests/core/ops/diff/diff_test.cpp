@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "ops/registry.h"
+#include "ops/softmax/row_softmax.h"
 #include "support/test_util.h"
 
 namespace tl {
@@ -40,7 +43,9 @@ MatD referenceDiff(const AttentionInput<double>& in, double lambda) {
 }
 
 TEST(Diff, EqualsDifferenceOfHalfSoftmaxes) {
-  for (auto [nq, nk, d] : {std::tuple{1, 1, 2}, std::tuple{9, 9, 8}, std::tuple{7, 12, 4}, std::tuple{64, 64, 32}})
+  // The last two span several blocks of rows and several of the pass's chunks of the second map per block.
+  for (auto [nq, nk, d] : {std::tuple{1, 1, 2}, std::tuple{9, 9, 8}, std::tuple{7, 12, 4}, std::tuple{64, 64, 32},
+                           std::tuple{300, 77, 16}, std::tuple{50, 1031, 8}})
     for (double lambda : {0.0, 0.33, 0.8, -0.2}) {
       SCOPED_TRACE(::testing::Message() << nq << "x" << nk << " d=" << d << " lambda=" << lambda);
       const auto in = makeInput(nq, nk, d, 3 * nq + d);
@@ -61,6 +66,27 @@ TEST(Diff, EqualsDifferenceOfHalfSoftmaxes) {
 }
 
 // lambda = 0 is softmax attention on (Q1, K1).
+// The one-pass plan has the bits of the two maps formed whole and subtracted (ops/diff/diff.cpp keeps the second
+// map's rows where a whole matrix's would sit relative to the vector alignment): odd key counts put the rows at
+// every offset, float32 and float64.
+template <class T>
+void expectBitsOfTwoWholeMaps() {
+  for (auto [nq, nk] : {std::pair{300, 77}, std::pair{61, 1031}}) {
+    SCOPED_TRACE(::testing::Message() << nq << "x" << nk);
+    const AttentionInput<T> in = makeInput(nq, nk, 16, uint64_t(nq)).template cast<T>();
+    const Mat<T> Q1 = in.Q.leftCols(8), K1 = in.K.leftCols(8), Q2 = in.Q.rightCols(8), K2 = in.K.rightCols(8);
+    const Mat<T> whole = rowSoftmax<T>(Q1, K1, nullptr, nullptr).plan - T(0.8) * rowSoftmax<T>(Q2, K2, nullptr, nullptr).plan;
+    const Mat<T> onePass = diffAttention(in, params(0.8)).plan.dense();
+    for (Eigen::Index i = 0; i < nq; ++i)
+      ASSERT_EQ(std::memcmp(onePass.row(i).data(), whole.row(i).data(), sizeof(T) * size_t(nk)), 0) << "row " << i;
+  }
+}
+
+TEST(Diff, OnePassHasTheBitsOfTwoWholeMaps) {
+  expectBitsOfTwoWholeMaps<float>();
+  expectBitsOfTwoWholeMaps<double>();
+}
+
 TEST(Diff, LambdaZeroIsSoftmaxOnTheFirstHalf) {
   const auto in = makeInput(11, 11, 6, 5);
   AttentionInput<double> first;
