@@ -4,13 +4,16 @@
 // and the ASAP matching are defined by (docs/operators/esp.md#ties). The per-slice sorts of ESP and ASAP
 // run L times per operator call, so the sort is the hot path of both at small n: this one sorts
 // keys by counting below kRadixMinSize and by a least-significant-digit radix sort of (integer key, index) pairs
-// above, in a caller-owned workspace that a loop over slices reuses (no allocation per slice once
-// it has grown). Both paths give the same order: it is fully determined by (key, index).
+// above (for double keys, of their float32 roundings, then within runs of equal roundings), in a caller-owned
+// workspace that a loop over slices reuses (no allocation per slice once it has grown). Every path gives the same
+// order: it is fully determined by (key, index).
 //
 // Keys compare as `<` does: -0.0 and +0.0 are equal (tied, so by index), -inf and +inf sort first and last.
 // NaN (which the operators' finite inputs never produce) has no place under `<`; here it sorts by its bits,
 // positive NaN after +inf and negative NaN before -inf, so the order is still deterministic.
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -36,16 +39,80 @@ Bits<Key> orderedBits(Key key) {
   return (bits & kSign) ? Bits<Key>(~bits) : Bits<Key>(bits | kSign);
 }
 
+// One key's sort bits and its index: what the radix sort moves.
+template <class Bits>
+struct SortItem {
+  Bits key;
+  std::uint32_t index;
+};
+
+// Stable LSD radix sort of items by their key bits on 8-bit digits; `scratch` is the second buffer. Each pass is
+// stable, so equal keys keep their order in `items`.
+template <class Bits>
+void radixSortItems(std::vector<SortItem<Bits>>& items, std::vector<SortItem<Bits>>& scratch) {
+  const std::size_t n = items.size();
+  constexpr int kPasses = int(sizeof(Bits));
+  std::array<std::array<std::uint32_t, 256>, kPasses> counts{};
+  for (const SortItem<Bits>& item : items)
+    for (int p = 0; p < kPasses; ++p) ++counts[size_t(p)][(item.key >> (8 * p)) & 0xFF];
+  scratch.resize(n);
+  for (int p = 0; p < kPasses; ++p) {
+    auto& count = counts[size_t(p)];
+    // A digit shared by all keys (the exponent's high byte of keys of one scale) moves nothing: skip it.
+    if (count[(items.front().key >> (8 * p)) & 0xFF] == n) continue;
+    std::uint32_t start = 0;
+    for (auto& c : count) {
+      const std::uint32_t size = c;
+      c = start;
+      start += size;
+    }
+    for (const SortItem<Bits>& item : items) scratch[count[(item.key >> (8 * p)) & 0xFF]++] = item;
+    items.swap(scratch);
+  }
+}
+
+// Double keys sorted by their float32 roundings first (a radix sort of half the passes), then each run of equal
+// roundings put in the order of the doubles themselves. Rounding to float is monotone (x ≤ y gives
+// float(x) ≤ float(y)), so only keys of one run can be out of order, and within a run the stable sort left them
+// by index: a stable insertion sort by the double keys finishes the order, the one by (key, index). Distinct
+// doubles of one rounding are rare (Gaussian projections of a few thousand tokens: about one pair in ten calls),
+// but keys beyond float's range or below its smallest denormal all round to ±inf or ±0: a run longer than
+// kInsertionRun is sorted by std::stable_sort instead. Keys with a NaN do not come here.
+inline constexpr std::size_t kInsertionRun = 32;
+
+template <class Index>
+void argsortByFloatRounding(const double* keys, std::size_t n, std::vector<Index>& order,
+                            std::vector<SortItem<std::uint32_t>>& items, std::vector<SortItem<std::uint32_t>>& scratch) {
+  items.resize(n);
+  for (std::size_t i = 0; i < n; ++i) items[i] = {orderedBits(float(keys[i])), std::uint32_t(i)};
+  radixSortItems(items, scratch);
+  for (std::size_t r = 0; r < n; ++r) order[r] = Index(items[r].index);
+  const auto byKey = [&](Index a, Index b) { return keys[std::size_t(a)] < keys[std::size_t(b)]; };
+  for (std::size_t first = 0; first < n;) {
+    std::size_t end = first + 1;
+    while (end < n && items[end].key == items[first].key) ++end;
+    if (end - first > kInsertionRun) {
+      std::stable_sort(order.begin() + std::ptrdiff_t(first), order.begin() + std::ptrdiff_t(end), byKey);
+    } else {
+      for (std::size_t r = first + 1; r < end; ++r) {
+        const Index moving = order[r];
+        std::size_t to = r;
+        for (; to > first && byKey(moving, order[to - 1]); --to) order[to] = order[to - 1];
+        order[to] = moving;
+      }
+    }
+    first = end;
+  }
+}
+
 }  // namespace argsort_detail
 
 // Scratch of stableArgsort; keep one per thread and pass it to every call of a loop.
 template <class Key>
 struct ArgsortWorkspace {
-  struct Item {
-    argsort_detail::Bits<Key> key;
-    std::uint32_t index;
-  };
-  std::vector<Item> items, scratch;                                  // the radix sort's two buffers
+  using Item = argsort_detail::SortItem<argsort_detail::Bits<Key>>;
+  std::vector<Item> items, scratch;                                    // the radix sort's two buffers
+  std::vector<argsort_detail::SortItem<std::uint32_t>> rounded, roundedScratch;  // double keys' float roundings
   std::vector<std::make_signed_t<argsort_detail::Bits<Key>>> ranked;  // the counting path's keys
 };
 
@@ -59,7 +126,6 @@ template <class Key, class Index>
 void stableArgsort(const Key* keys, std::size_t n, std::vector<Index>& order, ArgsortWorkspace<Key>& ws) {
   using Bits = argsort_detail::Bits<Key>;
   using Signed = std::make_signed_t<Bits>;
-  using Item = typename ArgsortWorkspace<Key>::Item;
   if (n > std::size_t(UINT32_MAX)) throw std::length_error("stableArgsort: more than 2^32 keys");
   order.resize(n);
   if (n < kRadixMinSize) {
@@ -79,27 +145,16 @@ void stableArgsort(const Key* keys, std::size_t n, std::vector<Index>& order, Ar
     }
     return;
   }
-  // LSD radix sort on 8-bit digits: each pass is stable, so equal keys keep their ascending index order.
+  if constexpr (sizeof(Key) == 8) {
+    // Half the radix passes: about 10 against 14.5 ns per key at n = 1024-16384 (Gaussian keys, one thread, the
+    // AMD EPYC development VM).
+    bool anyNan = false;
+    for (std::size_t i = 0; i < n; ++i) anyNan |= keys[i] != keys[i];
+    if (!anyNan) return argsort_detail::argsortByFloatRounding(keys, n, order, ws.rounded, ws.roundedScratch);
+  }
   ws.items.resize(n);
   for (std::size_t i = 0; i < n; ++i) ws.items[i] = {argsort_detail::orderedBits(keys[i]), std::uint32_t(i)};
-  constexpr int kPasses = int(sizeof(Bits));
-  std::array<std::array<std::uint32_t, 256>, kPasses> counts{};
-  for (const Item& item : ws.items)
-    for (int p = 0; p < kPasses; ++p) ++counts[size_t(p)][(item.key >> (8 * p)) & 0xFF];
-  ws.scratch.resize(n);
-  for (int p = 0; p < kPasses; ++p) {
-    auto& count = counts[size_t(p)];
-    // A digit shared by all keys (the exponent's high byte of keys of one scale) moves nothing: skip it.
-    if (count[(ws.items.front().key >> (8 * p)) & 0xFF] == n) continue;
-    std::uint32_t start = 0;
-    for (auto& c : count) {
-      const std::uint32_t size = c;
-      c = start;
-      start += size;
-    }
-    for (const Item& item : ws.items) ws.scratch[count[(item.key >> (8 * p)) & 0xFF]++] = item;
-    ws.items.swap(ws.scratch);
-  }
+  argsort_detail::radixSortItems(ws.items, ws.scratch);
   for (std::size_t r = 0; r < n; ++r) order[r] = Index(ws.items[r].index);
 }
 

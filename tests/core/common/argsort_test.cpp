@@ -1,5 +1,6 @@
 // stableArgsort against std::stable_sort with `<` on the keys (the order the ESP ties and the ASAP matching
-// are defined by), on both of its paths (counting below kRadixMinSize, radix sort above).
+// are defined by), on all of its paths (counting below kRadixMinSize, radix sort above, for double keys by their
+// float roundings first).
 #include "common/argsort.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +57,27 @@ void expectMatchesStableSort() {
 
 TEST(StableArgsort, FloatMatchesStableSortWithTiesZerosAndInfinities) { expectMatchesStableSort<float>(); }
 TEST(StableArgsort, DoubleMatchesStableSortWithTiesZerosAndInfinities) { expectMatchesStableSort<double>(); }
+
+// Double keys are radix sorted by their float32 roundings and then within runs of equal roundings: distinct doubles
+// of one rounding, and equal doubles among them, in short runs (insertion) and one run of all keys (stable_sort).
+TEST(StableArgsort, DoublesOfOneFloatRoundingSortByTheirOwnValue) {
+  std::mt19937 rng(11);
+  ArgsortWorkspace<double> ws;
+  for (size_t n : {size_t(200), size_t(3000)}) {
+    std::uniform_int_distribution<int> offset(0, 4);
+    std::uniform_int_distribution<size_t> base(0, n / 8);
+    std::vector<double> shortRuns(n), oneRun(n);
+    for (size_t i = 0; i < n; ++i) {
+      shortRuns[i] = double(base(rng)) + 1e-9 * offset(rng);  // about 8 keys per rounding, 5 distinct values
+      oneRun[i] = 1.0 + 1e-12 * offset(rng);                  // every key rounds to 1.0f
+    }
+    for (const auto& keys : {shortRuns, oneRun}) {
+      std::vector<int> order;
+      stableArgsort(keys.data(), keys.size(), order, ws);
+      ASSERT_EQ(order, referenceOrder(keys)) << "n = " << n;
+    }
+  }
+}
 
 TEST(StableArgsort, SignedZerosAreOneTieGroupInIndexOrder) {
   ArgsortWorkspace<double> ws;
