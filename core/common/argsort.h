@@ -75,9 +75,9 @@ void radixSortItems(std::vector<SortItem<Bits>>& items, std::vector<SortItem<Bit
 // roundings put in the order of the doubles themselves. Rounding to float is monotone (x ≤ y gives
 // float(x) ≤ float(y)), so only keys of one run can be out of order, and within a run the stable sort left them
 // by index: a stable insertion sort by the double keys finishes the order, the one by (key, index). Distinct
-// doubles of one rounding are rare (Gaussian projections of a few thousand tokens: about one pair in ten calls),
-// but keys beyond float's range or below its smallest denormal all round to ±inf or ±0: a run longer than
-// kInsertionRun is sorted by std::stable_sort instead. Keys with a NaN do not come here.
+// doubles of one rounding are rare among projections of a few thousand tokens (float32 keeps 24 bits), but keys
+// beyond float's range or below its smallest denormal all round to ±inf or ±0 (IEEE conversion): a run longer
+// than kInsertionRun is sorted by std::stable_sort instead. Keys with a NaN do not come here.
 inline constexpr std::size_t kInsertionRun = 32;
 
 template <class Index>
