@@ -25,8 +25,10 @@ namespace {
 template <class T>
 class SecondMapRows {
  public:
-  SecondMapRows(const Mat<T>& Q2, const ProductPanels<T>& keys2, Eigen::Index first, Eigen::Index end)
-      : nk_(keys2.cols), shift_((first * nk_) % kAlignedEntries), storage_((end - first) * nk_ + kAlignedEntries) {
+  // One buffer for up to maxRows rows, reused by every form() of a block.
+  SecondMapRows(Eigen::Index maxRows, Eigen::Index nk) : nk_(nk), storage_(maxRows * nk + kAlignedEntries) {}
+  void form(const Mat<T>& Q2, const ProductPanels<T>& keys2, Eigen::Index first, Eigen::Index end) {
+    shift_ = (first * nk_) % kAlignedEntries;
     Eigen::Map<Mat<T>> scores(storage_.data() + shift_, end - first, nk_);
     const Mat<T> queries = Q2.middleRows(first, end - first);
     productRows(queries, keys2, 0, end - first, scoreScale<T>(Q2.cols()), scores);
@@ -35,7 +37,7 @@ class SecondMapRows {
 
  private:
   static constexpr Eigen::Index kAlignedEntries = EIGEN_MAX_ALIGN_BYTES / Eigen::Index(sizeof(T));
-  Eigen::Index nk_, shift_;
+  Eigen::Index nk_, shift_ = 0;
   Vec<T> storage_;  // aligned as Mat<T>'s storage is
 };
 
@@ -89,9 +91,10 @@ PlanResult<T> diffOnValid(const AttentionInput<T>& in, double lambda, Feedback& 
     auto firstCols = first.blockCols.row(block), secondCols = second.blockCols.row(block);
     firstCols.setZero();
     secondCols.setZero();
+    SecondMapRows<T> secondRows(kSecondMapRows, nk);
     for (Eigen::Index chunk = begin; chunk < end; chunk += kSecondMapRows) {
       const Eigen::Index chunkEnd = std::min(end, chunk + kSecondMapRows);
-      SecondMapRows<T> secondRows(Q2, keys2, chunk, chunkEnd);
+      secondRows.form(Q2, keys2, chunk, chunkEnd);
       for (Eigen::Index i = chunk; i < chunkEnd; ++i) {
         first.add(i, softmaxRowInPlace(plan.row(i).data(), nk));
         firstCols += plan.row(i);
