@@ -45,6 +45,10 @@ QCPGraph* makeTargetLine(QCPAxis* keyAxis, QCPAxis* valueAxis) {
   return line;
 }
 
+QString logColourTip() {
+  return QObject::tr("Colour by log10 A_ij (at most %1 decades below the largest entry)").arg(kLogColorDecades);
+}
+
 }  // namespace
 
 PlanHeatmapView::PlanHeatmapView(QWidget* parent) : View(parent) {
@@ -53,7 +57,7 @@ PlanHeatmapView::PlanHeatmapView(QWidget* parent) : View(parent) {
   auto* bar = new QHBoxLayout;
   logToggle_ = new QCheckBox(tr("log colour scale"), this);
   logToggle_->setObjectName("logColor");
-  logToggle_->setToolTip(tr("Colour by log10 A_ij (at most %1 decades below the largest entry)").arg(kLogColorDecades));
+  logToggle_->setToolTip(logColourTip());
   poolAbove_ = new QSpinBox(this);
   poolAbove_->setObjectName("poolAbove");
   poolAbove_->setRange(16, 8192);
@@ -216,7 +220,15 @@ void PlanHeatmapView::fillMap() {
   if (A.size() == 0) return;
 
   const double top = std::max(A.maxCoeff(), 1e-300);
-  const bool log = logToggle_->isChecked();
+  // A map with negative entries (diff: softmax − λ·softmax) gets a diverging scale symmetric about 0, so the sign
+  // of each entry is its hue; a log scale has no place for them, so its toggle rests until a plan without any.
+  const double lowest = A.minCoeff();
+  const bool signedMap = lowest < 0;
+  logToggle_->setEnabled(!signedMap);
+  logToggle_->setToolTip(signedMap ? tr("This plan has negative entries: they are drawn on a linear scale symmetric "
+                                        "about 0 (blue below, red above), which a log scale cannot show")
+                                   : logColourTip());
+  const bool log = logToggle_->isChecked() && !signedMap;
   // The colour floor is the smallest positive entry, but at most kLogColorDecades below the top.
   double smallest = top;
   for (Eigen::Index e = 0; e < A.size(); ++e)
@@ -225,10 +237,13 @@ void PlanHeatmapView::fillMap() {
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j) data->setCell(int(j), int(i), log ? std::max(A(i, j), floor) : A(i, j));
 
+  scale_->setGradient(signedMap ? divergingGradient() : viridisGradient());
   scale_->setDataScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
   if (log) scale_->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   else scale_->axis()->setTicker(QSharedPointer<QCPAxisTicker>::create());
-  map_->setDataRange(log ? QCPRange(floor, std::max(top, floor * 10)) : QCPRange(0, top));
+  const double largestMagnitude = std::max(top, -lowest);
+  map_->setDataRange(log ? QCPRange(floor, std::max(top, floor * 10))
+                         : signedMap ? QCPRange(-largestMagnitude, largestMagnitude) : QCPRange(0, top));
   // Half a cell of padding so the first and last cells are drawn whole.
   map_->keyAxis()->setRange(-0.5, nk - 0.5);
   map_->valueAxis()->setRange(-0.5, nq - 0.5);
@@ -247,12 +262,15 @@ void PlanHeatmapView::fillSums() {
     else target->data()->clear();
     const double hi = std::max(values.isEmpty() ? 1.0 : *std::max_element(values.begin(), values.end()),
                                goals.isEmpty() ? 1.0 : *std::max_element(goals.begin(), goals.end()));
-    bars->valueAxis()->setRange(0, hi * 1.08);
-    // A tick step of a power of ten times 1, 2 or 5, at least half the range: two or three ticks.
-    const double magnitude = std::pow(10.0, std::floor(std::log10(hi / 2)));
+    // Sums below 0 (columns of a diff map) extend the axis the other way.
+    const double lo = std::min(0.0, values.isEmpty() ? 0.0 : *std::min_element(values.begin(), values.end()));
+    bars->valueAxis()->setRange(lo * 1.08, hi * 1.08);
+    // A tick step of a power of ten times 1, 2 or 5, at least half the larger end: two or three ticks a side.
+    const double half = std::max(hi, -lo) / 2;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(half)));
     double step = magnitude;
     for (double m : {1.0, 2.0, 5.0, 10.0})
-      if (m * magnitude >= hi / 2) { step = m * magnitude; break; }
+      if (m * magnitude >= half) { step = m * magnitude; break; }
     bars->valueAxis()->ticker().staticCast<QCPAxisTickerFixed>()->setTickStep(step);
   };
   // Through the plan object: structured and GPU plans give their sums without a dense matrix.
@@ -298,6 +316,9 @@ int PlanHeatmapView::queries() const { return map_->data()->valueSize(); }
 int PlanHeatmapView::keys() const { return map_->data()->keySize(); }
 double PlanHeatmapView::cellValue(int query, int key) const { return map_->data()->cell(key, query); }
 bool PlanHeatmapView::logColor() const { return logToggle_->isChecked(); }
+std::pair<double, double> PlanHeatmapView::colourRange() const {
+  return {map_->dataRange().lower, map_->dataRange().upper};
+}
 void PlanHeatmapView::setLogColor(bool on) { logToggle_->setChecked(on); }
 int PlanHeatmapView::poolAbove() const { return poolAbove_->value(); }
 void PlanHeatmapView::setPoolAbove(int entries) { poolAbove_->setValue(entries); }

@@ -2,12 +2,14 @@
 // The attention plan A (rows = queries i, columns = keys j) as a colour map with its colour scale, and the
 // row and column sums as bar plots along the right and top edges, aligned cell for cell with the map.
 // Dashed lines mark the operator's declared marginal targets, so a plan that is not doubly stochastic
-// shows where. Hovering a cell reads out i, j and A_ij. Plans larger than a size the user sets are drawn as
+// shows where. A map with negative entries (diff attention) is coloured on a diverging scale symmetric about 0,
+// and its sum axes reach below 0. Hovering a cell reads out i, j and A_ij. Plans larger than a size the user sets are drawn as
 // display tiles (the block mean or the block max of A over at most that many blocks per side, computed where
 // the plan lives: on the GPU for a CUDA result, ops/transport_plan.h), so the map stays live at n = 16k–65k;
 // the heading says that it is pooled and over how many entries.
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "ops/transport_plan.h"
 
@@ -48,6 +50,9 @@ class PlanHeatmapView : public View {
   double cellValue(int query, int key) const;
   bool logColor() const;
   void setLogColor(bool on);
+  // The values at the two ends of the colour scale: [0, max] (or the log floor and max), or [−m, m] with
+  // m = max |A_ij| for a map with negative entries, drawn in a diverging gradient.
+  std::pair<double, double> colourRange() const;
   // Plans with more than this many queries or keys are drawn pooled, on at most this many blocks a side.
   int poolAbove() const;
   void setPoolAbove(int entries);
