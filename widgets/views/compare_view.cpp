@@ -109,12 +109,16 @@ void CompareView::setResult(std::shared_ptr<const SessionResult> result) {
   heading_->setText(tr("1 = %1\n2 = %2").arg(operatorCaption(a.spec).replace('\n', ' '),
                                               operatorCaption(b.spec).replace('\n', ' ')));
 
-  // One scale for both plans, so equal colours mean equal attention; the difference is symmetric about 0.
-  // Signed plans (DiffTransformer) widen the shared scale below 0.
-  const double lo = std::min({A1.minCoeff(), A2.minCoeff(), 0.0});
+  // One scale for both plans, so equal colours mean equal attention; the difference is symmetric about 0. A plan
+  // with negative entries (diff) puts both on a diverging scale symmetric about 0, as the plan heatmap does, so
+  // that 0 is one colour and the sign of an entry its hue.
+  const double lo = std::min(A1.minCoeff(), A2.minCoeff());
   const double hi = std::max(A1.maxCoeff(), A2.maxCoeff());
-  fillMatrixMap(first_, A1, lo, hi);
-  fillMatrixMap(second_, A2, lo, hi);
+  const bool signedPlans = lo < 0;
+  const double largest = std::max(hi, -lo);
+  for (MatrixMap* map : {&first_, &second_}) map->scale->setGradient(signedPlans ? divergingGradient() : viridisGradient());
+  fillMatrixMap(first_, A1, signedPlans ? -largest : 0.0, signedPlans ? largest : hi);
+  fillMatrixMap(second_, A2, signedPlans ? -largest : 0.0, signedPlans ? largest : hi);
   const MatD D = A1 - A2;
   const double m = std::max(D.cwiseAbs().maxCoeff(), 1e-300);
   fillMatrixMap(diff_, D, -m, m);

@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <iterator>
 
 #include "widgets/plot/plot_export.h"
 #include "widgets/plot/plot_style.h"
@@ -29,17 +30,25 @@ const Curve kCurves[] = {
     {"row mean", [](const MarginalErrors& e) { return e.rowMean; }, Curve::Row, true, true},
     {"col mean", [](const MarginalErrors& e) { return e.colMean; }, Curve::Col, true, true}};
 
-QColor hueColor(Curve::Hue hue) {
-  switch (hue) {
-    case Curve::Row: return rowColor();
-    case Curve::Col: return colColor();
-    case Curve::Worst: break;
-  }
-  return QColor(40, 40, 40);
+// The worse-side curve of each operator in compare mode: a hue and a marker of its own, apart from the row and
+// column hues (a darker shade of one grey was indistinguishable from it, on screen and in print).
+QColor worstColor(int runIndex) {
+  static const QColor kColors[] = {QColor(40, 40, 40), QColor(136, 46, 114), QColor(17, 140, 100), QColor(180, 140, 0)};
+  return kColors[size_t(runIndex) % std::size(kColors)];
 }
 
-// Further operators in compare mode get darker shades of the same two hues.
-QColor shade(QColor base, int runIndex) { return runIndex == 0 ? base : base.darker(100 + 45 * runIndex); }
+QCPScatterStyle::ScatterShape worstMarker(int runIndex) {
+  static const QCPScatterStyle::ScatterShape kShapes[] = {QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare,
+                                                          QCPScatterStyle::ssTriangle, QCPScatterStyle::ssDiamond};
+  return kShapes[size_t(runIndex) % std::size(kShapes)];
+}
+
+// Row and column curves of further operators get darker shades of the same two hues.
+QColor curveColor(Curve::Hue hue, int runIndex) {
+  if (hue == Curve::Worst) return worstColor(runIndex);
+  const QColor base = hue == Curve::Row ? rowColor() : colColor();
+  return runIndex == 0 ? base : base.darker(100 + 45 * runIndex);
+}
 
 }  // namespace
 
@@ -108,9 +117,10 @@ void ConvergenceView::rebuild() {
       if (curve.mean && !showMeans_->isChecked()) continue;
       if (curve.dotsOnly && !perSide_->isChecked()) continue;
       QCPGraph* g = plot_->addGraph();
-      const QString prefix = compare ? QString::fromStdString(run.spec.family) + " " : QString();
+      // Numbered as in the compare view's heading: two operators of one family read apart.
+      const QString prefix = compare ? QString("%1 %2 ").arg(r + 1).arg(QString::fromStdString(run.spec.family)) : QString();
       g->setName(prefix + curve.label);
-      const QColor color = shade(hueColor(curve.hue), int(r));
+      const QColor color = curveColor(curve.hue, int(r));
       QPen pen(color, curve.hue == Curve::Worst && !curve.mean ? 1.6 : 1.0, curve.mean ? Qt::DashLine : Qt::SolidLine);
       g->setPen(pen);
       if (curve.dotsOnly) {
@@ -119,7 +129,7 @@ void ConvergenceView::rebuild() {
                                            curve.mean ? Qt::white : color, 4));
       } else if (history.size() <= 60 && !curve.mean) {
         // Markers while individual steps are distinguishable (and for T = 1, a single point).
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, Qt::white, 5));
+        g->setScatterStyle(QCPScatterStyle(worstMarker(int(r)), color, Qt::white, 5));
       }
       QVector<double> t, e;
       for (size_t s = 0; s < history.size(); ++s) {
@@ -135,8 +145,10 @@ void ConvergenceView::rebuild() {
   plot_->xAxis->setRange(0.5, steps + 0.5);
   plot_->yAxis->setRange(lowest / 3, std::max(highest * 3, lowest * 10));
   const OperatorRun& first = result_->runs.front();
-  heading_->setText(compare ? tr("Marginal error per step (%1 operators)").arg(result_->runs.size())
-                            : operatorCaption(first.spec));
+  QString compared;
+  for (size_t r = 0; r < result_->runs.size(); ++r)
+    compared += QString("%1%2 = %3").arg(r ? "\n" : "").arg(r + 1).arg(operatorCaption(result_->runs[r].spec).replace('\n', ' '));
+  heading_->setText(compare ? compared : operatorCaption(first.spec));
 }
 
 nlohmann::json ConvergenceView::saveState() const {
