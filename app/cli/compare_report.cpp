@@ -16,8 +16,10 @@ std::string format(const char* pattern, double x) {
   return buf;
 }
 
-// Errors and distances span many decades: scientific, with exact zeros and infinities spelled out.
+// Errors and distances span many decades: scientific, with exact zeros and infinities spelled out, and "n/a" for
+// a quantity the plans do not define (NaN: the row KL of a diff map).
 std::string scientific(double x, int digits) {
+  if (std::isnan(x)) return "n/a";
   if (x == 0) return "0";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
   return format(digits == 1 ? "%.1e" : "%.2e", x);
@@ -64,7 +66,7 @@ std::string compareText(const CompareReport& report) {
                                       duration(a.seconds),
                                       errorPair(a.errors.rowMax, a.errors.rowMean),
                                       errorPair(a.errors.colMax, a.errors.colMean) + (a.massMismatch ? " *" : "  "),
-                                      format("%.3f", a.entropy.mean) + " ± " + format("%.3f", a.entropy.stddev),
+                                      std::isnan(a.entropy.mean) ? "n/a" : format("%.3f", a.entropy.mean) + " ± " + format("%.3f", a.entropy.stddev),
                                       format("%.3f", a.columnMass.maxSum),
                                       format("%.3f", a.columnMass.gini),
                                       a.rank ? format("%.2f", a.rank->effective) : "—",

@@ -38,6 +38,9 @@ double rmsDifference(const MatD& a, const MatD& b) {
 
 double meanRowKl(const MatD& a, const MatD& b) {
   requireSameShape(a, b, "mean row KL");
+  // A map with negative entries (diff) has rows that are no distributions: KL is not defined for them.
+  if ((a.size() > 0 && a.minCoeff() < 0) || (b.size() > 0 && b.minCoeff() < 0))
+    return std::numeric_limits<double>::quiet_NaN();
   double total = 0;
   int rows = 0;
   for (Eigen::Index i = 0; i < a.rows(); ++i) {

@@ -20,7 +20,8 @@ double rmsDifference(const MatD& a, const MatD& b);
 // (p_i = a_i / Σ_j a_ij, q_i likewise), as rowEntropy does, so rows that do not sum to 1 still compare.
 // Conventions: 0 · log(0 / q) = 0; p > 0 where q = 0 gives +inf (a puts mass where the reference has none).
 // Rows where either plan has no mass (padded queries) carry no distribution and are skipped; 0 when no
-// row is left. Always ≥ 0; not symmetric.
+// row is left. Always ≥ 0; not symmetric. NaN when either map has a negative entry (a diff map: its rows are not
+// distributions).
 double meanRowKl(const MatD& a, const MatD& b);
 
 }  // namespace tl

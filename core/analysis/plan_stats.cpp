@@ -1,12 +1,15 @@
 #include "analysis/plan_stats.h"
 
 #include <cmath>
+#include <limits>
 
 #include "ops/marginals.h"
 
 namespace tl {
 
 RowEntropy rowEntropy(const MatD& plan) {
+  if (plan.size() > 0 && plan.minCoeff() < 0)
+    return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
   // Rows with no mass (padded queries) carry no distribution and are skipped.
   std::vector<double> h;
   for (Eigen::Index i = 0; i < plan.rows(); ++i) {

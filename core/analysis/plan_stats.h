@@ -9,6 +9,7 @@ struct RowEntropy {
   double mean = 0, stddev = 0;  // of H_i = -sum_j A_ij log A_ij over rows with mass
 };
 
+// NaN for a map with a negative entry (diff): its rows are not distributions.
 RowEntropy rowEntropy(const MatD& plan);
 
 // Marginal errors of a dense plan against targets (attention scale); used by tests and by operators whose

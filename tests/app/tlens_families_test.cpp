@@ -117,6 +117,9 @@ TEST_F(TlensFamilies, DiffRowsSumToOneMinusLambda) {
   EXPECT_EQ(rowSums.size(), 12);
   for (Eigen::Index i = 0; i < rowSums.size(); ++i) EXPECT_NEAR(rowSums(i), 0.7, 1e-12) << "row " << i;
   EXPECT_NEAR(m["marginal_errors"]["row_max"].get<double>(), 0.3, 1e-12);
+  // Rows with a negative entry are no distributions: no entropy (docs/formats.md).
+  ASSERT_LT(written("out/plan.npy").minCoeff(), 0.0);
+  EXPECT_TRUE(m["row_entropy"]["mean"].is_null()) << m["row_entropy"].dump();
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ CertificatesView::CertificatesView(QWidget* parent) : FamilyView(parent) {
 
   QCPAxisRect* obs = addTitledRect(plot_, grid, 1, 0, observedTitle_, tr("observed contraction"));
   styleAxis(obs->axis(QCPAxis::atBottom), tr("full step t"));
+  obs->axis(QCPAxis::atBottom)->setTicker(integerTicker());  // steps are whole numbers
   styleAxis(obs->axis(QCPAxis::atLeft), tr("ρ_obs(t)"));
   observed_ = plot_->addGraph(obs->axis(QCPAxis::atBottom), obs->axis(QCPAxis::atLeft));
   observed_->setPen(QPen(rowColor(), 1.4));

@@ -63,6 +63,17 @@ TEST(PlanDistance, RowKlNormalisesRowsAndSkipsRowsWithoutMass) {
   EXPECT_EQ(meanRowKl(MatD::Zero(2, 2), MatD::Zero(2, 2)), 0.0);
 }
 
+TEST(PlanDistance, RowKlIsUndefinedForMapsWithNegativeEntries) {
+  MatD signedMap(2, 2), plan(2, 2);
+  signedMap << 0.7, -0.2,  // a diff map's row: sums to 1 − λ, one entry below 0
+      0.3, 0.2;
+  plan << 0.5, 0.5,  //
+      0.5, 0.5;
+  EXPECT_TRUE(std::isnan(meanRowKl(signedMap, plan)));
+  EXPECT_TRUE(std::isnan(meanRowKl(plan, signedMap)));
+  EXPECT_FALSE(std::isnan(meanRowKl(plan, plan)));
+}
+
 TEST(PlanDistance, ZeroReferenceAndShapeMismatch) {
   const MatD Z = MatD::Zero(2, 3);
   EXPECT_EQ(relativeFrobenius(Z, Z), 0.0);

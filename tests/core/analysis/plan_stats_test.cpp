@@ -42,6 +42,19 @@ TEST(PlanStats, MixedRowsAndRowsWithoutMass) {
   EXPECT_TRUE(near(h.stddev, pop, 1e-12) || near(h.stddev, sample, 1e-12)) << h.stddev;
 }
 
+TEST(PlanStats, EntropyIsUndefinedForMapsWithNegativeEntries) {
+  // A diff map's row (sums to 1 − λ = 0.5, one entry below 0) is no distribution: no entropy, rather than one that
+  // skips the negative entry.
+  MatD A(2, 2);
+  A << 0.7, -0.2,  //
+      0.25, 0.25;
+  const RowEntropy h = rowEntropy(A);
+  EXPECT_TRUE(std::isnan(h.mean));
+  EXPECT_TRUE(std::isnan(h.stddev));
+  A(0, 1) = 0.0;  // the same rows without the negative entry have one
+  EXPECT_TRUE(near(rowEntropy(A).mean, std::log(2.0) / 2, 1e-12));
+}
+
 TEST(PlanStats, MarginalErrorsAgainstTargets) {
   MatD A(2, 3);
   A << 0.5, 0.25, 0.25,  // row sum 1.0
