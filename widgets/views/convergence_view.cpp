@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "widgets/plot/plot_export.h"
@@ -143,7 +144,15 @@ void ConvergenceView::rebuild() {
     }
   }
   plot_->xAxis->setRange(0.5, steps + 0.5);
-  plot_->yAxis->setRange(lowest / 3, std::max(highest * 3, lowest * 10));
+  // At least three decades, centred on the data in log scale: over fewer the log ticker labels every unit of a
+  // decade (2·10⁰, 3·10⁰, …), which piled up on a short axis for one-step operators.
+  double bottom = lowest / 3, top = std::max(highest * 3, lowest * 10);
+  if (top < 1000 * bottom) {
+    const double middle = std::sqrt(bottom * top), half = std::sqrt(1000.0);
+    bottom = middle / half;
+    top = middle * half;
+  }
+  plot_->yAxis->setRange(bottom, top);
   const OperatorRun& first = result_->runs.front();
   QString compared;
   for (size_t r = 0; r < result_->runs.size(); ++r)
