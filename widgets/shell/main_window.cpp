@@ -134,17 +134,22 @@ void MainWindow::buildDocks() {
       });
     return d;
   };
+  // The panels scroll vertically: two operator forms (compare mode) are taller than a screen, and the model source
+  // page with its thumbnails and the operator form together are taller than the left column of a 1000-pixel
+  // screen, which otherwise squeezed the thumbnails' captions away.
+  auto scrolling = [this](QWidget* panel) {
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(panel);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    return scroll;
+  };
   sourcePanel_ = new SourcePanel(this);
   operatorPanel_ = new OperatorPanel(this);
-  QDockWidget* sourceDock = dock(tr("Source"), sourcePanel_, Qt::LeftDockWidgetArea, "sourceDock");
-  // Two operator forms (compare mode) are taller than a screen: the panel scrolls.
-  auto* operatorScroll = new QScrollArea(this);
-  operatorScroll->setWidget(operatorPanel_);
-  operatorScroll->setWidgetResizable(true);
-  operatorScroll->setFrameShape(QFrame::NoFrame);
-  operatorScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  QDockWidget* operatorDock = dock(tr("Operator"), operatorScroll, Qt::LeftDockWidgetArea, "operatorDock");
-  splitDockWidget(sourceDock, operatorDock, Qt::Vertical);
+  sourceDock_ = dock(tr("Source"), scrolling(sourcePanel_), Qt::LeftDockWidgetArea, "sourceDock");
+  operatorDock_ = dock(tr("Operator"), scrolling(operatorPanel_), Qt::LeftDockWidgetArea, "operatorDock");
+  splitDockWidget(sourceDock_, operatorDock_, Qt::Vertical);
 
   // Plan in the centre; convergence and 3-D stacked on the right; the comparison and the family views
   // (wide figures) as tabs along the bottom, raised when compare mode or the primary family calls for them.
@@ -178,9 +183,14 @@ void MainWindow::buildDocks() {
     tabifyDockWidget(viewDocks_.at(tabbed.second), viewDocks_.at(tabbed.first));
     viewDocks_.at(tabbed.second)->raise();
   }
-  resizeDocks({sourceDock}, {330}, Qt::Horizontal);
+  resizeDocks({sourceDock_}, {330}, Qt::Horizontal);
   if (!rightDocks.empty()) resizeDocks({rightDocks.front()}, {520}, Qt::Horizontal);
   if (!bottomDocks.empty()) resizeDocks({bottomDocks.front()}, {400}, Qt::Vertical);
+}
+
+void MainWindow::fitLeftColumn() {
+  resizeDocks({sourceDock_, operatorDock_}, {sourcePanel_->sizeHint().height(), operatorPanel_->sizeHint().height()},
+              Qt::Vertical);
 }
 
 // Raises the view that explains the new result, only when what it shows changes (compare mode switched,
@@ -285,6 +295,7 @@ void MainWindow::loadSession(const Session& session, const QString& path) {
   operatorPanel_->setOperators(session_.operators);
   operatorPanel_->setPrecision(session_.precision);
   operatorPanel_->setDevice(session_.device);
+  fitLeftColumn();
   for (View* v : views_) {
     if (session_.viewState.contains(v->viewName())) v->restoreState(session_.viewState.at(v->viewName()));
   }

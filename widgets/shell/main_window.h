@@ -86,6 +86,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildDocks();
+  // Shares the left column's height between the source and operator panels in proportion to what each holds (the
+  // model page with its thumbnails is twice a generator's height).
+  void fitLeftColumn();
   void buildMenus();
   void buildStatusBar();
   void submit();  // on the next turn of the event loop
@@ -135,6 +138,8 @@ class MainWindow : public QMainWindow {
 
   SourcePanel* sourcePanel_ = nullptr;
   OperatorPanel* operatorPanel_ = nullptr;
+  QDockWidget* sourceDock_ = nullptr;
+  QDockWidget* operatorDock_ = nullptr;
   std::vector<View*> views_;
   std::map<std::string, QDockWidget*> viewDocks_;  // docked views by name (the plan is central)
   std::string raisedFor_;  // "compare" or the primary family whose view was last raised
