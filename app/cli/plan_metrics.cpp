@@ -73,7 +73,19 @@ nlohmann::json planMetrics(const PlanRunInfo& info, const PlanResult<double>& re
                             {"marginal_error_history", history},
                             {"wall_seconds", info.wallSeconds}};
   if (result.backend == Backend::Cuda) metrics["gpu"] = deviceLabel(result.backend);
-  metrics.update(analysisJson(analyzePlan(result, unitRoundoff(computed))));
+  if (info.withPlan) {
+    metrics.update(analysisJson(analyzePlan(result, unitRoundoff(computed))));
+    return metrics;
+  }
+  // --no-plan: what the plan object gives without its dense matrix (its column sums, the operator's errors).
+  const ColumnMass columns = columnMassOfSums(result.plan.colSums(), result.colTarget);
+  const nlohmann::json skipped = {{"skipped", "--no-plan (needs the whole plan)"}};
+  metrics.update({{"marginal_errors", errorsJson(result.errors)},
+                  {"mass_mismatch", result.massMismatch},
+                  {"row_entropy", skipped},
+                  {"column_mass", {{"max_sum", number(columns.maxSum)}, {"gini", number(columns.gini)}}},
+                  {"rank", skipped},
+                  {"seconds", result.seconds}});
   return metrics;
 }
 

@@ -18,6 +18,7 @@ struct PlanRunInfo {
   Precision precision = Precision::F64;
   DeviceChoice device = DeviceChoice::Cpu;  // what was asked for; the result says what ran
   int nQueries = 0, nKeys = 0, headDim = 0;
+  bool withPlan = true;  // false under --no-plan: no plan.npy, and no analysis that needs the dense plan
   double wallSeconds = 0;  // loading + operator + writing the arrays (analyses come after)
 };
 

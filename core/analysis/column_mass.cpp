@@ -22,7 +22,10 @@ double giniCoefficient(const VecD& x) {
 }
 
 ColumnMass columnMass(const MatD& plan, const VecD& colTarget) {
-  const VecD sums = plan.colwise().sum().transpose();
+  return columnMassOfSums(plan.colwise().sum().transpose(), colTarget);
+}
+
+ColumnMass columnMassOfSums(const VecD& sums, const VecD& colTarget) {
   ColumnMass c;
   if (sums.size() == 0) return c;
   c.maxSum = sums.maxCoeff();

@@ -22,5 +22,7 @@ double giniCoefficient(const VecD& x);
 // docs/conventions.md#marginal-errors) is positive: padded keys are empty by construction, not by attention.
 // An empty `colTarget` means every column is active.
 ColumnMass columnMass(const MatD& plan, const VecD& colTarget = VecD());
+// The same from the column sums themselves (a structured plan's Plan::colSums(), without the dense matrix).
+ColumnMass columnMassOfSums(const VecD& sums, const VecD& colTarget = VecD());
 
 }  // namespace tl

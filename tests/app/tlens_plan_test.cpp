@@ -101,5 +101,41 @@ TEST(TlensPlan, JsonFlagPrintsTheMetrics) {
   EXPECT_LT(printed["marginal_errors"]["row_max"].get<double>(), 1e-12);  // softmax rows are exact
 }
 
+// --no-plan: the same run without plan.npy; the output and the marginal errors are the dense run's, the column mass
+// comes from the plan object's column sums, and the analyses that need the whole plan say they were skipped.
+TEST(TlensPlan, NoPlanWritesEverythingButThePlan) {
+  const std::string withPlan = scratchDir("with-plan"), without = scratchDir("no-plan");
+  const std::vector<std::string> args = {"plan", "--source", "synthetic:gaussian:n=40,d=8,seed=2", "--op", "esp"};
+  auto run = [&](const std::string& out, bool noPlan) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--out", out});
+    if (noPlan) a.push_back("--no-plan");
+    const CliRun r = runTlens(a);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(readText(out + "/metrics.json"));
+  };
+  const auto dense = run(withPlan, false), lazy = run(without, true);
+  EXPECT_TRUE(fileExists(withPlan + "/plan.npy"));
+  EXPECT_FALSE(fileExists(without + "/plan.npy"));
+  EXPECT_EQ(readNpyMatrix<double>(without + "/output.npy"), readNpyMatrix<double>(withPlan + "/output.npy"));
+  EXPECT_EQ(lazy["marginal_errors"], dense["marginal_errors"]);
+  EXPECT_NEAR(lazy["column_mass"]["max_sum"].get<double>(), dense["column_mass"]["max_sum"].get<double>(), 1e-12);
+  EXPECT_NEAR(lazy["column_mass"]["gini"].get<double>(), dense["column_mass"]["gini"].get<double>(), 1e-12);
+  EXPECT_TRUE(lazy["row_entropy"].contains("skipped"));
+  EXPECT_TRUE(lazy["rank"].contains("skipped"));
+  EXPECT_TRUE(dense["row_entropy"].contains("mean"));
+}
+
+// A plan beyond the dense cap (2 GiB) is refused before the operator runs, saying how to go without it.
+TEST(TlensPlan, APlanTooLargeToWriteIsRefusedWithTheWayRound) {
+  const std::string out = scratchDir("too-large");
+  const CliRun run = runTlens({"plan", "--source", "synthetic:gaussian:n=30000,d=4,seed=0", "--op", "esp",
+                               "--precision", "f32", "--out", out});
+  EXPECT_NE(run.status, 0);
+  EXPECT_NE(run.err.find("3 GiB"), std::string::npos) << run.err;  // 30000² float32 entries
+  EXPECT_NE(run.err.find("--no-plan"), std::string::npos) << run.err;
+  EXPECT_FALSE(fileExists(out + "/metrics.json"));
+}
+
 }  // namespace
 }  // namespace tl::testing
