@@ -66,7 +66,9 @@ std::string compareText(const CompareReport& report) {
                                       duration(a.seconds),
                                       errorPair(a.errors.rowMax, a.errors.rowMean),
                                       errorPair(a.errors.colMax, a.errors.colMean) + (a.massMismatch ? " *" : "  "),
-                                      std::isnan(a.entropy.mean) ? "n/a" : format("%.3f", a.entropy.mean) + " ± " + format("%.3f", a.entropy.stddev),
+                                      std::isnan(a.entropy.mean)
+                                          ? "n/a"
+                                          : format("%.3f", a.entropy.mean) + " ± " + format("%.3f", a.entropy.stddev),
                                       format("%.3f", a.columnMass.maxSum),
                                       format("%.3f", a.columnMass.gini),
                                       a.rank ? format("%.2f", a.rank->effective) : "—",

@@ -54,7 +54,8 @@ void checkPlanFits(const PlanRunInfo& info) {
   const double bytes = double(info.nQueries) * double(info.nKeys) * (info.precision == Precision::F64 ? 8.0 : 4.0);
   if (bytes <= double(kDensePlanCapBytes)) return;
   throw ResourceError("the plan of " + std::to_string(info.nQueries) + " queries × " + std::to_string(info.nKeys) +
-                      " keys would need " + std::to_string(int(bytes / double(1 << 30) + 0.5)) + " GiB as plan.npy (the cap is " +
+                      " keys would need " + std::to_string(int(bytes / double(1 << 30) + 0.5)) +
+                      " GiB as plan.npy (the cap is " +
                       std::to_string(int(kDensePlanCapBytes >> 30)) +
                       " GiB); add --no-plan to write the output (with --v), the duals, the extras and the marginal "
                       "errors without it");

@@ -116,7 +116,8 @@ void CompareView::setResult(std::shared_ptr<const SessionResult> result) {
   const double hi = std::max(A1.maxCoeff(), A2.maxCoeff());
   const bool signedPlans = lo < 0;
   const double largest = std::max(hi, -lo);
-  for (MatrixMap* map : {&first_, &second_}) map->scale->setGradient(signedPlans ? divergingGradient() : viridisGradient());
+  for (MatrixMap* map : {&first_, &second_})
+    map->scale->setGradient(signedPlans ? divergingGradient() : viridisGradient());
   fillMatrixMap(first_, A1, signedPlans ? -largest : 0.0, signedPlans ? largest : hi);
   fillMatrixMap(second_, A2, signedPlans ? -largest : 0.0, signedPlans ? largest : hi);
   const MatD D = A1 - A2;

@@ -119,7 +119,8 @@ void ConvergenceView::rebuild() {
       if (curve.dotsOnly && !perSide_->isChecked()) continue;
       QCPGraph* g = plot_->addGraph();
       // Numbered as in the compare view's heading: two operators of one family read apart.
-      const QString prefix = compare ? QString("%1 %2 ").arg(r + 1).arg(QString::fromStdString(run.spec.family)) : QString();
+      const QString prefix =
+          compare ? QString("%1 %2 ").arg(r + 1).arg(QString::fromStdString(run.spec.family)) : QString();
       g->setName(prefix + curve.label);
       const QColor color = curveColor(curve.hue, int(r));
       QPen pen(color, curve.hue == Curve::Worst && !curve.mean ? 1.6 : 1.0, curve.mean ? Qt::DashLine : Qt::SolidLine);
@@ -156,7 +157,10 @@ void ConvergenceView::rebuild() {
   const OperatorRun& first = result_->runs.front();
   QString compared;
   for (size_t r = 0; r < result_->runs.size(); ++r)
-    compared += QString("%1%2 = %3").arg(r ? "\n" : "").arg(r + 1).arg(operatorCaption(result_->runs[r].spec).replace('\n', ' '));
+    compared += QString("%1%2 = %3")
+                    .arg(r ? "\n" : "")
+                    .arg(r + 1)
+                    .arg(operatorCaption(result_->runs[r].spec).replace('\n', ' '));
   heading_->setText(compare ? compared : operatorCaption(first.spec));
 }
 

@@ -3,10 +3,10 @@
 // row and column sums as bar plots along the right and top edges, aligned cell for cell with the map.
 // Dashed lines mark the operator's declared marginal targets, so a plan that is not doubly stochastic
 // shows where. A map with negative entries (diff attention) is coloured on a diverging scale symmetric about 0,
-// and its sum axes reach below 0. Hovering a cell reads out i, j and A_ij. Plans larger than a size the user sets are drawn as
-// display tiles (the block mean or the block max of A over at most that many blocks per side, computed where
-// the plan lives: on the GPU for a CUDA result, ops/transport_plan.h), so the map stays live at n = 16k–65k;
-// the heading says that it is pooled and over how many entries.
+// and its sum axes reach below 0. Hovering a cell reads out i, j and A_ij. Plans larger than a size the user sets
+// are drawn as display tiles (the block mean or the block max of A over at most that many blocks per side,
+// computed where the plan lives: on the GPU for a CUDA result, ops/transport_plan.h), so the map stays live at
+// n = 16k–65k; the heading says that it is pooled and over how many entries.
 #include <memory>
 #include <optional>
 #include <utility>
