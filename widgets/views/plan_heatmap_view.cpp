@@ -191,7 +191,8 @@ void PlanHeatmapView::setResult(std::shared_ptr<const SessionResult> result) {
   QString heading = tr("Attention plan A = n·P  —  %1").arg(operatorCaption(run->spec));
   if (pooled_) {
     const double perBlock = double(plan.rows()) * double(plan.cols()) / double(pooled_->mean.size());
-    heading += tr("   [pooled: %1 over %2 × %3 blocks, about %4 entries each]")
+    // On a line of its own: beside the operator's caption it ran past the edges of an exported figure.
+    heading += tr("\n[pooled: %1 over %2 × %3 blocks, about %4 entries each]")
                    .arg(poolMax() ? tr("block max") : tr("block mean"))
                    .arg(pooled_->mean.rows())
                    .arg(pooled_->mean.cols())
