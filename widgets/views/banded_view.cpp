@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/params.h"
+#include "ops/banded/banded.h"
 #include "widgets/plot/plot_style.h"
 
 namespace tl {
@@ -68,10 +69,13 @@ void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
     return;
   }
   showContent();
-  W_ = int(getInt(run->spec.params, "W"));
-  const int tile = int(getInt(run->spec.params, "tile"));
+  const BandedParams params = BandedParams::from(run->spec.params);
+  W_ = params.W;
+  const int tile = params.tile;
   const int nq = result_->input ? result_->input->nQueries() : int(run->result.plan.rows());
   const int nk = result_->input ? result_->input->nKeys() : int(run->result.plan.cols());
+  // A dustbin widens the band to the whole sequence (every token must reach it): the support drawn is the one run.
+  const long long halfWidth = systemHalfWidth(params, nq, nk);
   // The support on at most kMaskCells² display blocks: each cell is the share of its block inside the band
   // (0 or 1 when a block is one entry), so the mask stays O(n·cells) to draw at any n.
   const std::vector<long long> rowStarts = displayBlockStarts(nq, kMaskCells), colStarts = displayBlockStarts(nk, kMaskCells);
@@ -79,7 +83,7 @@ void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
   double supported = 0;
   for (Eigen::Index r = 0; r < share.rows(); ++r)
     for (long long i = rowStarts[size_t(r)]; i < rowStarts[size_t(r) + 1]; ++i) {
-      const long long lo = std::max(0LL, i - W_), hi = std::min<long long>(nk - 1, i + W_);  // band of row i
+      const long long lo = std::max(0LL, i - halfWidth), hi = std::min<long long>(nk - 1, i + halfWidth);  // row i
       supported += double(std::max(0LL, hi - lo + 1));
       for (Eigen::Index c = 0; c < share.cols(); ++c) {
         const long long inBlock = std::min(hi, colStarts[size_t(c) + 1] - 1) - std::max(lo, colStarts[size_t(c)]) + 1;
@@ -92,8 +96,10 @@ void BandedView::setResult(std::shared_ptr<const SessionResult> result) {
   fillBlockMap(mask_, share, nq, nk, 0, 1);
   // Two colours: the title says which is the support; a coarse block shows as support when half of it is.
   mask_.scale->setVisible(false);
-  mask_.title->setText(tr("support |i − j| ≤ W = %1  (%2 of %3 entries)")
-                           .arg(W_)
+  const QString support = params.dustbin ? tr("support: all pairs (the dustbin widens W = %1 to the sequence)").arg(W_)
+                                        : tr("support |i − j| ≤ W = %1").arg(W_);
+  mask_.title->setText(tr("%1  (%2 of %3 entries)")
+                           .arg(support)
                            .arg(qlonglong(supported))
                            .arg(qlonglong(nq) * qlonglong(nk)));
   heading_->setText(tr("Band mask and per-tile errors  —  %1").arg(operatorCaption(run->spec).replace(QChar(0x0a), QChar(0x20))));

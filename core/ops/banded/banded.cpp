@@ -43,6 +43,10 @@ void checkBandedParams(const BandedParams& p) {
     throw InvalidArgument("banded: base_steps + tail_steps = 0; at least one full step is needed");
 }
 
+Eigen::Index systemHalfWidth(const BandedParams& p, Eigen::Index nq, Eigen::Index nk) {
+  return p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
+}
+
 namespace banded {
 
 template <class T>
@@ -57,10 +61,6 @@ AttentionInput<T> withDustbin(const AttentionInput<T>& in) {
     out.V->topRows(in.V->rows()) = *in.V;
   }
   return out;
-}
-
-Eigen::Index systemHalfWidth(const BandedParams& p, Eigen::Index nq, Eigen::Index nk) {
-  return p.dustbin ? std::max<Eigen::Index>(p.W, std::max(nq, nk)) : p.W;
 }
 
 template <class T>
@@ -138,7 +138,7 @@ PlanResult<T> bandedOnValid(const AttentionInput<T>& original, const BandedParam
   if (p.dustbin) withBin = banded::withDustbin(original);
   const AttentionInput<T>& in = withBin ? *withBin : original;
   const Eigen::Index nq = in.Q.rows(), nk = in.K.rows();
-  const Eigen::Index W = banded::systemHalfWidth(p, nq, nk);
+  const Eigen::Index W = systemHalfWidth(p, nq, nk);
   const auto X = std::make_shared<const BandScores<T>>(in.Q, in.K, T(p.eps), W);
   const auto [logMu, logNu] = banded::logMarginals<T>(nq, nk, W);
   const T scale = T(nq);

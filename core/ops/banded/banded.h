@@ -34,6 +34,11 @@ const ParamBindings<BandedParams>& bandedParamBindings();
 // Ranges through the schema, plus the one combination it cannot express (base_steps + tail_steps ≥ 1).
 void checkBandedParams(const BandedParams& p);
 
+// The half-band width the system runs with: W, or with a dustbin the whole sequence (every token must reach
+// it; docs/operators/banded.md#dustbin). nq, nk count the system's tokens (or the real ones: the support of the
+// real tokens is the same).
+Eigen::Index systemHalfWidth(const BandedParams& p, Eigen::Index nq, Eigen::Index nk);
+
 template <class T>
 PlanResult<T> bandedAttention(const AttentionInput<T>& input, const BandedParams& params,
                               Feedback& feedback = noFeedback());

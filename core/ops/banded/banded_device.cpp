@@ -74,7 +74,7 @@ std::vector<PlanResult<float>> bandedBatch(const AttentionBatch<float>& heads, c
   const Eigen::Index nq = first.Q.rows(), nk = first.K.rows(), d = first.Q.cols();
   const Eigen::Index n0q = heads.front().Q.rows(), n0k = heads.front().K.rows();
   const Eigen::Index dv = first.V ? first.V->cols() : 0;
-  const Eigen::Index W = banded::systemHalfWidth(params, nq, nk);
+  const Eigen::Index W = systemHalfWidth(params, nq, nk);
   const auto [logMu, logNu] = banded::logMarginals<float>(nq, nk, W);
   const float scale = float(nq);
   const std::vector<float> q = stacked(systems, [](const AttentionInput<float>& h) -> const MatF& { return h.Q; });

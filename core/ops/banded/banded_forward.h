@@ -16,10 +16,6 @@ namespace tl::banded {
 template <class T>
 AttentionInput<T> withDustbin(const AttentionInput<T>& in);
 
-// The half-band width the system runs with: W, or with a dustbin the whole sequence (every token must reach
-// it). nq, nk count the system's tokens.
-Eigen::Index systemHalfWidth(const BandedParams& p, Eigen::Index nq, Eigen::Index nk);
-
 // Unit targets on the band's active tokens (docs/operators/banded.md#definition), −inf on the others: log
 // marginals in transport scale, attention scale n_q.
 template <class T>

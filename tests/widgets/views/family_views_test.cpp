@@ -261,6 +261,29 @@ TEST_F(FamilyViewsTest, CertificatesViewFollowsEpsAndEqualsTheCore) {
   EXPECT_EQ(window_->currentSession().viewState["certificates"]["tau"], 1e-3);
 }
 
+// With a dustbin every token must reach it, so the band is widened to the whole sequence
+// (docs/operators/banded.md#dustbin): the mask shows the support that ran, not |i − j| ≤ W.
+TEST_F(FamilyViewsTest, TheBandMaskOfADustbinRunIsEveryPair) {
+  Session s = window_->currentSession();
+  s.source = SourceSpec::parse("synthetic:gaussian:n=40,d=8,seed=5");
+  s.operators = {OperatorRegistry::builtin().parse("banded:W=3,dustbin=true")};
+  window_->loadSession(s);
+  ASSERT_TRUE(test::waitUntil([&] {
+    auto r = window_->lastResult();
+    return r && r->session.operators.front().family == "banded" &&
+           getBool(r->session.operators.front().params, "dustbin");
+  }));
+  const MatD& A = window_->lastResult()->runs.front().result.plan.dense();
+  ASSERT_GT(A(0, 39), 0.0) << "the plan itself reaches across the sequence";
+  auto* banded = dynamic_cast<BandedView*>(window_->view("banded"));
+  const MatrixMap& mask = banded->mask();
+  ASSERT_EQ(mask.rows(), 40);
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 40; ++j) ASSERT_EQ(mask.cell(i, j), 1.0) << i << ", " << j;
+  EXPECT_NE(mask.title->text().indexOf("(1600 of 1600 entries)"), -1) << mask.title->text().toStdString();
+  EXPECT_EQ(banded->bandWidth(), 3) << "W as set; the title says the dustbin widened it";
+}
+
 // Beyond 512 tokens the band and slice pictures are drawn on 512 × 512 display blocks: a band cell is the
 // share of its block inside the band, a slice cell is 1 where its block holds a match.
 TEST_F(FamilyViewsTest, BandAndSlicePicturesOfLongSequencesAreDrawnOnDisplayBlocks) {
