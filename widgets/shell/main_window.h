@@ -86,8 +86,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildDocks();
-  // Shares the left column's height between the source and operator panels in proportion to what each holds (the
-  // model page with its thumbnails is twice a generator's height).
+  // Shares the left column's height between the source and operator panels in proportion to their size hints:
+  // the source panel's is that of its tallest page, the model page with its thumbnails, which otherwise got too
+  // little of the column; a second operator form (compare mode) gives the operator panel more.
   void fitLeftColumn();
   void buildMenus();
   void buildStatusBar();
