@@ -1,7 +1,6 @@
 // `tlens plan`: one operator on one input; writes the plan, duals, output, extras and metrics.json.
 #include <chrono>
 #include <iostream>
-#include <string>
 
 #include "arguments.h"
 #include "commands.h"
@@ -51,14 +50,11 @@ std::vector<std::string> writeArrays(const std::string& dir, const PlanResult<do
 // A plan beyond the dense cap would fail only when written, after the operator's work: refused before it, with
 // the way round. (Estimated in the precision asked for; a CUDA run writes float32, half of a float64 estimate.)
 void checkPlanFits(const PlanRunInfo& info) {
-  const double bytes = double(info.nQueries) * double(info.nKeys) * (info.precision == Precision::F64 ? 8.0 : 4.0);
-  if (bytes <= double(kDensePlanCapBytes)) return;
-  throw ResourceError("the plan of " + std::to_string(info.nQueries) + " queries × " + std::to_string(info.nKeys) +
-                      " keys would need " + std::to_string(int(bytes / double(1 << 30) + 0.5)) +
-                      " GiB as plan.npy (the cap is " +
-                      std::to_string(int(kDensePlanCapBytes >> 30)) +
-                      " GiB); add --no-plan to write the output (with --v), the duals, the extras and the marginal "
-                      "errors without it");
+  const std::string overCap =
+      densePlanOverCap(info.nQueries, info.nKeys, info.precision == Precision::F64 ? 8 : 4, "");
+  if (!overCap.empty())
+    throw ResourceError(overCap + "; add --no-plan to write the output (with --v), the duals, the extras and the "
+                                  "marginal errors without it");
 }
 
 }  // namespace

@@ -77,15 +77,16 @@ nlohmann::json planMetrics(const PlanRunInfo& info, const PlanResult<double>& re
     metrics.update(analysisJson(analyzePlan(result, unitRoundoff(computed))));
     return metrics;
   }
-  // --no-plan: what the plan object gives without its dense matrix (its column sums, the operator's errors).
-  const ColumnMass columns = columnMassOfSums(result.plan.colSums(), result.colTarget);
-  const nlohmann::json skipped = {{"skipped", "--no-plan (needs the whole plan)"}};
-  metrics.update({{"marginal_errors", errorsJson(result.errors)},
-                  {"mass_mismatch", result.massMismatch},
-                  {"row_entropy", skipped},
-                  {"column_mass", {{"max_sum", number(columns.maxSum)}, {"gini", number(columns.gini)}}},
-                  {"rank", skipped},
-                  {"seconds", result.seconds}});
+  // --no-plan: what the plan object gives without its dense matrix (the operator's errors, its column sums), in
+  // the same keys; row entropy and rank say why they are missing.
+  PlanAnalysis partial;
+  partial.errors = result.errors;
+  partial.massMismatch = result.massMismatch;
+  partial.columnMass = columnMassOfSums(result.plan.colSums(), result.colTarget);
+  partial.seconds = result.seconds;
+  nlohmann::json analysis = analysisJson(partial);
+  analysis["row_entropy"] = analysis["rank"] = {{"skipped", "--no-plan (needs the whole plan)"}};
+  metrics.update(analysis);
   return metrics;
 }
 

@@ -12,13 +12,17 @@
 
 namespace tl {
 
-void checkMaterializable(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind) {
+std::string densePlanOverCap(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind) {
   const double bytes = double(rows) * double(cols) * double(bytesPerEntry);
-  if (bytes <= double(kDensePlanCapBytes)) return;
-  throw ResourceError(std::string("the dense ") + kind + " plan of " + std::to_string(rows) + " queries × " +
-                      std::to_string(cols) + " keys needs " + std::to_string(int(bytes / (1 << 30) + 0.5)) +
-                      " GiB (cap " + std::to_string(int(kDensePlanCapBytes >> 30)) +
-                      " GiB); ask for the output A·V, the marginals or display tiles instead");
+  if (bytes <= double(kDensePlanCapBytes)) return {};
+  return std::string("the dense ") + kind + (*kind ? " " : "") + "plan of " + std::to_string(rows) + " queries × " +
+         std::to_string(cols) + " keys needs " + std::to_string(int(bytes / (1 << 30) + 0.5)) + " GiB (cap " +
+         std::to_string(int(kDensePlanCapBytes >> 30)) + " GiB)";
+}
+
+void checkMaterializable(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind) {
+  const std::string overCap = densePlanOverCap(rows, cols, bytesPerEntry, kind);
+  if (!overCap.empty()) throw ResourceError(overCap + "; ask for the output A·V, the marginals or display tiles instead");
 }
 
 template <class T>

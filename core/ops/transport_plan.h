@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/matrix.h"
@@ -77,6 +78,10 @@ class TransportPlan {
 // Throws ResourceError when a dense rows × cols plan of T would exceed the cap, naming the size and what to use
 // instead (the output, the marginals, display tiles).
 void checkMaterializable(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind);
+// "the dense <kind> plan of R queries × C keys needs N GiB (cap 2 GiB)" when R·C entries of bytesPerEntry exceed
+// kDensePlanCapBytes (kind may be empty), else an empty string: checkMaterializable's words, for callers that
+// say their own way round.
+std::string densePlanOverCap(Eigen::Index rows, Eigen::Index cols, size_t bytesPerEntry, const char* kind);
 
 template <class T>
 class DensePlan final : public TransportPlan<T> {

@@ -30,8 +30,10 @@ class SecondMapRows {
   void form(const Mat<T>& Q2, const ProductPanels<T>& keys2, Eigen::Index first, Eigen::Index end) {
     shift_ = (first * nk_) % kAlignedEntries;
     Eigen::Map<Mat<T>> scores(storage_.data() + shift_, end - first, nk_);
-    const Mat<T> queries = Q2.middleRows(first, end - first);
-    productRows(queries, keys2, 0, end - first, scoreScale<T>(Q2.cols()), scores);
+    // The product writes row r of its output from row r of its queries: the chunk's queries are copied to rows
+    // 0, … of a buffer that, like the scores, is reused (allocated again only for a shorter last chunk).
+    queries_ = Q2.middleRows(first, end - first);
+    productRows(queries_, keys2, 0, end - first, scoreScale<T>(Q2.cols()), scores);
   }
   T* row(Eigen::Index r) { return storage_.data() + shift_ + r * nk_; }
 
@@ -39,6 +41,7 @@ class SecondMapRows {
   static constexpr Eigen::Index kAlignedEntries = EIGEN_MAX_ALIGN_BYTES / Eigen::Index(sizeof(T));
   Eigen::Index nk_, shift_ = 0;
   Vec<T> storage_;  // aligned as Mat<T>'s storage is
+  Mat<T> queries_;
 };
 
 // Row and column sums of one of the two maps, per block of rows as rowSoftmax sums them, and its max |score|.
